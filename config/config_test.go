@@ -1,0 +1,229 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func flags(t *testing.T, args ...string) *pflag.FlagSet {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+func TestPrecedence(t *testing.T) {
+	file := writeFile(t, "upstream: http://file:1\ncondense:\n  threshold: 0.9\n  keep_recent_turns: 7\nselective:\n  exclude_tools: [Read, Grep]\n")
+	tests := []struct {
+		name      string
+		args      []string
+		env       []string
+		upstream  string
+		threshold float64
+		keep      int
+		exclude   []string
+	}{
+		{"defaults", nil, nil, "https://api.openai.com", 0.8, 3, []string{}},
+		{"file over default", []string{"--config", file}, nil, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
+		{"config file from env", nil, []string{"CONDENSE_CONFIG=" + file}, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
+		{"env over file", []string{"--config", file}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85", "CONDENSE_SELECTIVE_EXCLUDE_TOOLS=Bash, Write"}, "http://env:2", 0.85, 7, []string{"Bash", "Write"}},
+		{"flag over env", []string{"--config", file, "--upstream", "http://flag:3", "--threshold", "0.95", "--exclude-tools", "Edit"}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85"}, "http://flag:3", 0.95, 7, []string{"Edit"}},
+		{"unset flag does not override", []string{"--config", file}, []string{"CONDENSE_CONDENSE_KEEP_RECENT_TURNS=4"}, "http://file:1", 0.9, 4, []string{"Read", "Grep"}},
+		{"other env ignored", nil, []string{"UPSTREAM=http://nope:1", "HOME=/x"}, "https://api.openai.com", 0.8, 3, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(flags(t, tc.args...), tc.env)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Upstream != tc.upstream {
+				t.Errorf("upstream = %q, want %q", c.Upstream, tc.upstream)
+			}
+			if c.Condense.Threshold != tc.threshold {
+				t.Errorf("threshold = %g, want %g", c.Condense.Threshold, tc.threshold)
+			}
+			if c.Condense.KeepRecentTurns != tc.keep {
+				t.Errorf("keep_recent_turns = %d, want %d", c.Condense.KeepRecentTurns, tc.keep)
+			}
+			if strings.Join(c.Selective.ExcludeTools, ",") != strings.Join(tc.exclude, ",") {
+				t.Errorf("exclude_tools = %q, want %q", c.Selective.ExcludeTools, tc.exclude)
+			}
+		})
+	}
+}
+
+func TestEveryDesignKeyLoadsFromFile(t *testing.T) {
+	file := writeFile(t, `listen: ":9090"
+upstream: "http://litellm:4000"
+redis_url: "redis://redis:6379/0"
+condense:
+  mode: full
+  threshold: 0.7
+  target: 0.4
+  prepare_threshold: 0.6
+  keep_recent_turns: 5
+  chunk_tokens: 6000
+  summary_budget_tokens: 4000
+  summarizer: extractive
+  summary_model: "gpt-4o-mini"
+  summary_timeout: 30s
+  max_messages: 400
+  originals_ttl: 2h
+selective:
+  enabled: false
+  keep_recent_tool_outputs: 2
+  min_tool_output_tokens: 300
+  exclude_tools: [Read]
+  clear_tool_inputs: true
+auth:
+  keys: [k1, k2]
+models:
+  - match: "my-model*"
+    context_window: 32000
+    threshold: 0.75
+    encoding: cl100k_base
+`)
+	c, err := Load(flags(t, "--config", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := c.Condense
+	if c.Listen != ":9090" || c.Upstream != "http://litellm:4000" || c.RedisURL != "redis://redis:6379/0" {
+		t.Errorf("top-level keys: %+v", c)
+	}
+	if cd.Mode != "full" || cd.Threshold != 0.7 || cd.Target != 0.4 || cd.PrepareThreshold != 0.6 ||
+		cd.KeepRecentTurns != 5 || cd.ChunkTokens != 6000 || cd.SummaryBudgetTokens != 4000 ||
+		cd.Summarizer != "extractive" || cd.SummaryModel != "gpt-4o-mini" || cd.SummaryTimeout != 30*time.Second ||
+		cd.MaxMessages != 400 || cd.OriginalsTTL != 2*time.Hour {
+		t.Errorf("condense keys: %+v", cd)
+	}
+	s := c.Selective
+	if s.Enabled || s.KeepRecentToolOutputs != 2 || s.MinToolOutputTokens != 300 || len(s.ExcludeTools) != 1 || !s.ClearToolInputs {
+		t.Errorf("selective keys: %+v", s)
+	}
+	if len(c.Auth.Keys) != 2 {
+		t.Errorf("auth.keys: %v", c.Auth.Keys)
+	}
+	if len(c.Models) != 1 || c.Models[0].ContextWindow != 32000 || c.Models[0].Encoding != EncodingCL100k {
+		t.Errorf("models: %+v", c.Models)
+	}
+}
+
+func TestValidationListsEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"threshold zero", "condense:\n  threshold: 0\n", []string{"condense.threshold"}},
+		{"threshold above one", "condense:\n  threshold: 1.5\n", []string{"condense.threshold"}},
+		{"target at threshold", "condense:\n  threshold: 0.6\n  target: 0.6\n  prepare_threshold: 0.5\n", []string{"condense.target"}},
+		{"bad upstream", "upstream: \"::nope\"\n", []string{"upstream"}},
+		{"upstream without scheme", "upstream: \"litellm:4000\"\n", []string{"upstream"}},
+		{"bad redis", "redis_url: \"http://x\"\n", []string{"redis_url"}},
+		{"negative sizes", "max_body_bytes: -1\ncache_max_bytes: 0\ncondense:\n  max_messages: -3\n", []string{"max_body_bytes", "cache_max_bytes", "condense.max_messages"}},
+		{"bad mode and summarizer", "condense:\n  mode: fast\n  summarizer: gpt\n", []string{"condense.mode", "condense.summarizer"}},
+		{"bad log", "log_level: loud\nlog_format: xml\n", []string{"log_level", "log_format"}},
+		{"small chunk", "condense:\n  chunk_tokens: 10\n", []string{"condense.chunk_tokens"}},
+		{"missing prompt file", "condense:\n  prompt_file: /nonexistent/prompt.txt\n", []string{"condense.prompt_file"}},
+		{"bad model entry", "models:\n  - match: \"[\"\n    threshold: 2\n    encoding: p50k\n", []string{"models[0]", "match", "threshold", "encoding"}},
+		{"model threshold below target", "models:\n  - match: \"x*\"\n    threshold: 0.3\n", []string{"above condense.target"}},
+		{"negative durations", "shutdown_grace: -1s\ncondense:\n  summary_timeout: 0s\n", []string{"shutdown_grace", "condense.summary_timeout"}},
+		{"many at once", "upstream: \"\"\ncondense:\n  threshold: 2\n  keep_recent_turns: 0\nselective:\n  min_tool_output_tokens: -1\n", []string{"upstream", "condense.threshold", "condense.keep_recent_turns", "selective.min_tool_output_tokens"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(flags(t, "--config", writeFile(t, tc.yaml)), nil)
+			if err == nil {
+				t.Fatal("Load succeeded, want a validation error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestBadEnvValueIsAnError(t *testing.T) {
+	if _, err := Load(nil, []string{"CONDENSE_CONDENSE_THRESHOLD=abc"}); err == nil {
+		t.Fatal("want error for unparsable threshold")
+	}
+	if _, err := Load(nil, []string{"CONDENSE_SHUTDOWN_GRACE=soon"}); err == nil {
+		t.Fatal("want error for unparsable duration")
+	}
+}
+
+func TestMissingConfigFile(t *testing.T) {
+	_, err := Load(flags(t, "--config", "/nonexistent/x.yaml"), nil)
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/x.yaml") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRegistryLookup(t *testing.T) {
+	c := Defaults()
+	c.Models = []ModelConfig{{Match: "gpt-4o-custom", ContextWindow: 50000, Threshold: 0.6}}
+	var unknown []string
+	r := NewRegistry(&c, func(m string) { unknown = append(unknown, m) })
+	tests := []struct {
+		model    string
+		window   int
+		encoding string
+		known    bool
+		thr      float64
+	}{
+		{"gpt-4o", 128000, EncodingO200k, true, 0.8},
+		{"openai/gpt-4o-mini-2024-07-18", 128000, EncodingO200k, true, 0.8},
+		{"gpt-4o-custom", 50000, EncodingO200k, true, 0.6},
+		{"gpt-4.1-mini", 1047576, EncodingO200k, true, 0.8},
+		{"gpt-5", 272000, EncodingO200k, true, 0.8},
+		{"o3-mini", 200000, EncodingO200k, true, 0.8},
+		{"o4-mini", 200000, EncodingO200k, true, 0.8},
+		{"gpt-4", 8192, EncodingCL100k, true, 0.8},
+		{"gpt-3.5-turbo", 16385, EncodingCL100k, true, 0.8},
+		{"anthropic/claude-sonnet-4-20250514", 200000, EncodingO200k, true, 0.8},
+		{"openrouter/anthropic/claude-opus-4.1", 200000, EncodingO200k, true, 0.8},
+		{"gemini/gemini-2.5-pro", 1048576, EncodingO200k, true, 0.8},
+		{"deepseek-chat", 128000, EncodingO200k, true, 0.8},
+		{"openrouter/qwen/qwen3-coder", 262144, EncodingO200k, true, 0.8},
+		{"groq/llama-3.3-70b-versatile", 128000, EncodingO200k, true, 0.8},
+		{"GPT-4O", 128000, EncodingO200k, true, 0.8},
+		{"mystery-model", 128000, EncodingO200k, false, 0.8},
+		{"mystery-model", 128000, EncodingO200k, false, 0.8},
+	}
+	for _, tc := range tests {
+		mi := r.Lookup(tc.model)
+		if mi.ContextWindow != tc.window || mi.Encoding != tc.encoding || mi.Known != tc.known || mi.Threshold != tc.thr {
+			t.Errorf("Lookup(%q) = %+v, want window %d encoding %s known %v threshold %g", tc.model, mi, tc.window, tc.encoding, tc.known, tc.thr)
+		}
+		if mi.SafetyFactor < 1 {
+			t.Errorf("Lookup(%q) safety factor %g < 1", tc.model, mi.SafetyFactor)
+		}
+	}
+	if len(unknown) != 1 || unknown[0] != "mystery-model" {
+		t.Errorf("unknown reported %v, want exactly once", unknown)
+	}
+	if claude := r.Lookup("claude-sonnet-4-5"); claude.SafetyFactor <= 1 {
+		t.Errorf("claude safety factor %g, want > 1", claude.SafetyFactor)
+	}
+}
