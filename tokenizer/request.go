@@ -1,0 +1,194 @@
+package tokenizer
+
+import (
+	"hash/maphash"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// Overheads of the chat format, as OpenAI documents them for its models:
+// every message is wrapped in 3 tokens, a name adds 1, and every reply is
+// primed with 3.
+const (
+	tokensPerMessage = 3
+	tokensPerName    = 1
+	replyPriming     = 3
+	tokensPerTool    = 8  // a function definition's wrapping
+	toolsOverhead    = 12 // the tools namespace around them
+	tokensPerCall    = 4  // a tool call's wrapping
+	imageLowDetail   = 85
+	imageHighDetail  = 765 // a 1024x1024 image at high detail
+)
+
+// RequestCount is the token count of one chat-completions request.
+type RequestCount struct {
+	// Total is what the request costs as input: messages, tools and the
+	// reply priming.
+	Total int
+	// Messages holds each message's count, in order.
+	Messages []int
+	// Tools is the count of the tools (and functions) definitions.
+	Tools int
+	// CacheHits is how many messages were counted from the cache.
+	CacheHits int
+}
+
+// Request counts the tokens of a chat-completions request body. It returns
+// ErrNotChat when body is not a JSON object with a messages array.
+func (c *Counter) Request(encoding string, body []byte) (RequestCount, error) {
+	// The body is only read while Request runs, so it is viewed as a
+	// string without a copy.
+	js := unsafe.String(unsafe.SliceData(body), len(body))
+	if !Valid(js) {
+		return RequestCount{}, ErrNotChat
+	}
+	root := gjson.Parse(js)
+	if !root.IsObject() {
+		return RequestCount{}, ErrNotChat
+	}
+	var msgs, tools, functions gjson.Result
+	root.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "messages":
+			msgs = v
+		case "tools":
+			tools = v
+		case "functions":
+			functions = v
+		}
+		return true
+	})
+	if !msgs.IsArray() {
+		return RequestCount{}, ErrNotChat
+	}
+	var rc RequestCount
+	msgs.ForEach(func(_, m gjson.Result) bool {
+		n, hit := c.Message(encoding, m)
+		rc.Messages = append(rc.Messages, n)
+		rc.Total += n
+		if hit {
+			rc.CacheHits++
+		}
+		return true
+	})
+	rc.Tools = c.tools(encoding, tools, functions)
+	rc.Total += rc.Tools + replyPriming
+	return rc, nil
+}
+
+// Message counts one message given as parsed JSON, using the per-message
+// cache keyed by its raw bytes. hit reports a cache hit.
+func (c *Counter) Message(encoding string, m gjson.Result) (n int, hit bool) {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(encoding)
+	h.WriteByte(0)
+	h.WriteString(m.Raw)
+	key := h.Sum64()
+	if n, ok := c.messages.get(key); ok {
+		return n, true
+	}
+	n = c.countMessage(encoding, m)
+	c.messages.put(key, n)
+	return n, false
+}
+
+func (c *Counter) countMessage(encoding string, m gjson.Result) int {
+	if !m.IsObject() {
+		return tokensPerMessage + c.Text(encoding, m.Raw)
+	}
+	n := tokensPerMessage
+	m.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "content":
+			n += c.content(encoding, v)
+		case "name":
+			n += c.Text(encoding, v.String()) + tokensPerName
+		case "tool_calls":
+			v.ForEach(func(_, call gjson.Result) bool {
+				n += tokensPerCall + c.function(encoding, call.Get("function"))
+				return true
+			})
+		case "function_call":
+			n += tokensPerCall + c.function(encoding, v)
+		default:
+			n += c.value(encoding, v)
+		}
+		return true
+	})
+	return n
+}
+
+func (c *Counter) function(encoding string, f gjson.Result) int {
+	return c.Text(encoding, f.Get("name").String()) + c.Text(encoding, f.Get("arguments").String())
+}
+
+// value counts a field the chat format does not name: strings by their
+// text, null and booleans as nothing, anything else by its JSON.
+func (c *Counter) value(encoding string, v gjson.Result) int {
+	switch v.Type {
+	case gjson.String:
+		return c.Text(encoding, v.Str)
+	case gjson.Null, gjson.True, gjson.False:
+		return 0
+	default:
+		return c.Text(encoding, v.Raw)
+	}
+}
+
+func (c *Counter) content(encoding string, v gjson.Result) int {
+	if !v.IsArray() {
+		return c.value(encoding, v)
+	}
+	n := 0
+	v.ForEach(func(_, part gjson.Result) bool {
+		switch part.Get("type").Str {
+		case "text", "input_text", "output_text":
+			n += c.Text(encoding, part.Get("text").String())
+		case "image_url", "input_image", "image":
+			if part.Get("image_url.detail").Str == "low" || part.Get("detail").Str == "low" {
+				n += imageLowDetail
+			} else {
+				n += imageHighDetail
+			}
+		case "input_audio":
+			// Audio is billed by duration; base64 data of 16 kHz audio runs
+			// about 43 kB a second at about 10 tokens a second.
+			n += len(part.Get("input_audio.data").Str)/4300 + 1
+		case "file":
+			// PDFs are billed as text plus page images; a byte-based
+			// estimate keeps the count conservative without decoding.
+			n += len(part.Get("file.file_data").Str)/4 + c.Text(encoding, part.Get("file.filename").Str)
+		default:
+			n += c.Text(encoding, part.Raw)
+		}
+		return true
+	})
+	return n
+}
+
+func (c *Counter) tools(encoding string, tools, functions gjson.Result) int {
+	n := 0
+	count := func(f gjson.Result) {
+		n += tokensPerTool + c.Text(encoding, f.Get("name").String()) +
+			c.Text(encoding, f.Get("description").String()) +
+			c.Text(encoding, f.Get("parameters").Raw)
+	}
+	tools.ForEach(func(_, t gjson.Result) bool {
+		if f := t.Get("function"); f.Exists() {
+			count(f)
+		} else {
+			n += tokensPerTool + c.Text(encoding, t.Raw)
+		}
+		return true
+	})
+	functions.ForEach(func(_, f gjson.Result) bool {
+		count(f)
+		return true
+	})
+	if n > 0 {
+		n += toolsOverhead
+	}
+	return n
+}

@@ -1,0 +1,269 @@
+// Package tokenizer counts the tokens of text and of whole OpenAI
+// chat-completions requests.
+//
+// A Counter holds one BPE encoder per encoding for the whole process (the
+// BPE data is embedded in the binary by github.com/tiktoken-go/tokenizer;
+// nothing is downloaded) and two bounded caches: one of per-message counts
+// keyed by a hash of the message's raw JSON, so a history the agent resends
+// costs only hashing, and one of per-segment counts, so long repetitive text
+// (logs, separator lines, runs of one character) is tokenized once.
+//
+// Text is cut into segments at exact pre-tokenizer boundaries (after a
+// newline followed by a non-space character), so the sum of the segment
+// counts equals the count of the whole text. Only a line longer than
+// maxSegment bytes is cut inside, which can change its count by about one
+// token per cut.
+//
+// Texts of parallelMin bytes or more are counted on all cores at once.
+//
+// A Counter is safe for concurrent use.
+package tokenizer
+
+import (
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	tk "github.com/tiktoken-go/tokenizer"
+)
+
+// Encodings the Counter supports.
+const (
+	O200kBase  = "o200k_base"
+	CL100kBase = "cl100k_base"
+)
+
+// maxSegment is the longest piece of text tokenized in one call.
+const maxSegment = 2048
+
+type codec interface {
+	Count(string) (int, error)
+}
+
+var codecs = map[string]func() codec{
+	O200kBase:  sync.OnceValue(func() codec { c, _ := tk.Get(tk.O200kBase); return c }),
+	CL100kBase: sync.OnceValue(func() codec { c, _ := tk.Get(tk.Cl100kBase); return c }),
+}
+
+// Options configures a Counter. Zero values pick the defaults.
+type Options struct {
+	// MessageCacheEntries bounds the per-message count cache. Default 200000.
+	MessageCacheEntries int
+	// SegmentCacheEntries bounds the per-segment count cache. Default 100000.
+	SegmentCacheEntries int
+}
+
+// Counter counts tokens. Safe for concurrent use; create one per process.
+type Counter struct {
+	seed     maphash.Seed
+	messages *countCache
+	segments *countCache
+}
+
+// New returns a Counter.
+func New(o Options) *Counter {
+	if o.MessageCacheEntries <= 0 {
+		o.MessageCacheEntries = 200000
+	}
+	if o.SegmentCacheEntries <= 0 {
+		o.SegmentCacheEntries = 100000
+	}
+	return &Counter{
+		seed:     maphash.MakeSeed(),
+		messages: newCountCache(o.MessageCacheEntries),
+		segments: newCountCache(o.SegmentCacheEntries),
+	}
+}
+
+// Supported reports whether encoding is one the Counter knows.
+func Supported(encoding string) bool {
+	_, ok := codecs[encoding]
+	return ok
+}
+
+func getCodec(encoding string) codec {
+	if f, ok := codecs[encoding]; ok {
+		return f()
+	}
+	return codecs[O200kBase]()
+}
+
+// Text returns the number of tokens in s under encoding (o200k_base when
+// encoding is unknown).
+func (c *Counter) Text(encoding, s string) int {
+	if s == "" {
+		return 0
+	}
+	cd := getCodec(encoding)
+	if len(s) >= parallelMin {
+		if workers := runtime.GOMAXPROCS(0); workers > 1 {
+			return c.parallelText(cd, encoding, s, workers)
+		}
+	}
+	return c.serialText(cd, encoding, s)
+}
+
+// parallelMin is the text length from which Text spreads the work over
+// the available cores, so that no text of up to 1 MB takes long to count.
+const parallelMin = 256 << 10
+
+func (c *Counter) serialText(cd codec, encoding, s string) int {
+	total := 0
+	for len(s) > 0 {
+		n := segmentEnd(s)
+		total += c.segment(cd, encoding, s[:n])
+		s = s[n:]
+	}
+	return total
+}
+
+// parallelText cuts s into workers parts at segment boundaries and counts
+// them at once; the sum is what serialText would return.
+func (c *Counter) parallelText(cd codec, encoding, s string, workers int) int {
+	parts := make([]string, 0, workers)
+	for len(parts) < workers-1 && len(s) > 0 {
+		want := len(s) / (workers - len(parts))
+		end := 0
+		for end < want {
+			end += segmentEnd(s[end:])
+		}
+		parts = append(parts, s[:end])
+		s = s[end:]
+	}
+	parts = append(parts, s)
+	counts := make([]int, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			counts[i] = c.serialText(cd, encoding, p)
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return total
+}
+
+func (c *Counter) segment(cd codec, encoding, seg string) int {
+	if len(seg) < 64 {
+		return countCodec(cd, seg)
+	}
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(encoding)
+	h.WriteByte(0)
+	h.WriteString(seg)
+	key := h.Sum64()
+	if n, ok := c.segments.get(key); ok {
+		return n
+	}
+	n := countCodec(cd, seg)
+	c.segments.put(key, n)
+	return n
+}
+
+func countCodec(cd codec, s string) int {
+	n, err := cd.Count(s)
+	if err != nil {
+		// Count fails only in strict UTF-8 mode, which we do not use; a
+		// byte-based estimate is the safe answer if it ever does.
+		return len(s)/3 + 1
+	}
+	return n
+}
+
+// segmentEnd returns the length of the first segment of s: up to and
+// including the last newline, within maxSegment bytes, that is followed by a
+// character that starts a new piece (see startsWithSpace); failing
+// that, maxSegment bytes cut at a rune boundary.
+func segmentEnd(s string) int {
+	if len(s) <= maxSegment {
+		return len(s)
+	}
+	for i := maxSegment - 1; i > 0; i-- {
+		if s[i] == '\n' && !startsWithSpace(s[i+1:]) {
+			return i + 1
+		}
+	}
+	n := maxSegment
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n == 0 {
+		n = maxSegment
+	}
+	return n
+}
+
+// startsWithSpace reports whether a cut before s could split a
+// pre-tokenizer piece: s starts with white space (runs of it are one
+// piece), with '/' (o200k's punctuation pieces take newlines and slashes
+// after them) or with an invalid byte.
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r) || r == '/' || r == utf8.RuneError
+}
+
+// countCache is a bounded map from a 64-bit hash to a count, with two
+// generations: when the current one is full it becomes the old one and the
+// previous old one is dropped. Entries used from the old generation move
+// back to the current one, so what is in use stays.
+type countCache struct {
+	mu       sync.Mutex
+	max      int
+	cur, old map[uint64]int
+}
+
+func newCountCache(maxEntries int) *countCache {
+	half := max(maxEntries/2, 1)
+	return &countCache{max: half, cur: make(map[uint64]int), old: make(map[uint64]int)}
+}
+
+func (c *countCache) get(k uint64) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.cur[k]; ok {
+		return n, true
+	}
+	if n, ok := c.old[k]; ok {
+		c.putLocked(k, n)
+		return n, true
+	}
+	return 0, false
+}
+
+func (c *countCache) put(k uint64, n int) {
+	c.mu.Lock()
+	c.putLocked(k, n)
+	c.mu.Unlock()
+}
+
+func (c *countCache) putLocked(k uint64, n int) {
+	if len(c.cur) >= c.max {
+		c.old = c.cur
+		c.cur = make(map[uint64]int, c.max)
+	}
+	c.cur[k] = n
+}
+
+// Len returns the number of cached message and segment counts.
+func (c *Counter) Len() (messages, segments int) {
+	return c.messages.len(), c.segments.len()
+}
+
+func (c *countCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cur) + len(c.old)
+}
+
+// ErrNotChat is returned by Request for bodies that are not a JSON object
+// with a messages array.
+var ErrNotChat = fmt.Errorf("not a chat-completions request")

@@ -1,0 +1,230 @@
+package tokenizer
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Valid reports whether s is one well-formed JSON value (RFC 8259, with
+// surrounding white space). It is a fast equivalent of encoding/json.Valid
+// for the large, string-heavy bodies agents send: string contents are
+// scanned eight bytes at a time.
+func Valid(s string) bool {
+	p := &validator{s: s}
+	p.ws()
+	if !p.value(0) {
+		return false
+	}
+	p.ws()
+	return p.i == len(s)
+}
+
+// maxDepth bounds nesting, as encoding/json does (10000).
+const maxDepth = 10000
+
+type validator struct {
+	s string
+	i int
+}
+
+func (p *validator) ws() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *validator) value(depth int) bool {
+	if p.i >= len(p.s) || depth > maxDepth {
+		return false
+	}
+	switch c := p.s[p.i]; {
+	case c == '"':
+		return p.str()
+	case c == '{':
+		p.i++
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
+			return true
+		}
+		for {
+			if p.i >= len(p.s) || p.s[p.i] != '"' || !p.str() {
+				return false
+			}
+			p.ws()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return false
+			}
+			p.i++
+			p.ws()
+			if !p.value(depth + 1) {
+				return false
+			}
+			p.ws()
+			if p.i >= len(p.s) {
+				return false
+			}
+			if p.s[p.i] == '}' {
+				p.i++
+				return true
+			}
+			if p.s[p.i] != ',' {
+				return false
+			}
+			p.i++
+			p.ws()
+		}
+	case c == '[':
+		p.i++
+		p.ws()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
+			return true
+		}
+		for {
+			if !p.value(depth + 1) {
+				return false
+			}
+			p.ws()
+			if p.i >= len(p.s) {
+				return false
+			}
+			if p.s[p.i] == ']' {
+				p.i++
+				return true
+			}
+			if p.s[p.i] != ',' {
+				return false
+			}
+			p.i++
+			p.ws()
+		}
+	case c == 't':
+		return p.lit("true")
+	case c == 'f':
+		return p.lit("false")
+	case c == 'n':
+		return p.lit("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.num()
+	}
+	return false
+}
+
+func (p *validator) lit(w string) bool {
+	if len(p.s)-p.i >= len(w) && p.s[p.i:p.i+len(w)] == w {
+		p.i += len(w)
+		return true
+	}
+	return false
+}
+
+func (p *validator) digits() bool {
+	start := p.i
+	for p.i < len(p.s) && p.s[p.i] >= '0' && p.s[p.i] <= '9' {
+		p.i++
+	}
+	return p.i > start
+}
+
+func (p *validator) num() bool {
+	if p.s[p.i] == '-' {
+		p.i++
+	}
+	if p.i >= len(p.s) {
+		return false
+	}
+	if p.s[p.i] == '0' {
+		p.i++
+	} else if !p.digits() {
+		return false
+	}
+	if p.i < len(p.s) && p.s[p.i] == '.' {
+		p.i++
+		if !p.digits() {
+			return false
+		}
+	}
+	if p.i < len(p.s) && (p.s[p.i] == 'e' || p.s[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+			p.i++
+		}
+		if !p.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// special returns a word whose high bit is set in each byte of w that is
+// '"', '\\' or a control character (< 0x20).
+func special(w uint64) uint64 {
+	quote := w ^ (lsb * '"')
+	bslash := w ^ (lsb * '\\')
+	// A byte is zero in x exactly when (x - 1) & ^x has its high bit set;
+	// the borrow can only mark bytes above a true zero, which is fine for
+	// finding the first one.
+	z := ((quote - lsb) &^ quote) | ((bslash - lsb) &^ bslash) | ((w - lsb*0x20) &^ w)
+	return z & msb
+}
+
+// str validates a string starting at the opening quote (UTF-8 is not
+// checked: invalid bytes are replaced when tokenized, as JSON decoders do).
+func (p *validator) str() bool {
+	p.i++ // opening quote
+	s := p.s
+	for {
+		for p.i+8 <= len(s) {
+			m := special(binary.LittleEndian.Uint64([]byte(s[p.i : p.i+8])))
+			if m != 0 {
+				p.i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			p.i += 8
+		}
+		if p.i >= len(s) {
+			return false
+		}
+		switch c := s[p.i]; {
+		case c == '"':
+			p.i++
+			return true
+		case c == '\\':
+			p.i++
+			if p.i >= len(s) {
+				return false
+			}
+			switch s[p.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				p.i++
+			case 'u':
+				if p.i+5 > len(s) {
+					return false
+				}
+				for _, h := range []byte(s[p.i+1 : p.i+5]) {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return false
+					}
+				}
+				p.i += 5
+			default:
+				return false
+			}
+		case c < 0x20:
+			return false
+		default:
+			p.i++
+		}
+	}
+}
