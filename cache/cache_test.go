@@ -1,0 +1,210 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+func TestMemoryLRUByBytes(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(4096)
+	val := bytes.Repeat([]byte("x"), 900)
+	for i := 0; i < 10; i++ {
+		m.Set(ctx, fmt.Sprint("k", i), val, 0)
+		if i == 2 {
+			m.Get(ctx, "k0") // k0 becomes most recently used
+		}
+	}
+	if m.Bytes() > 4096 {
+		t.Fatalf("holds %d bytes, bound 4096", m.Bytes())
+	}
+	if _, ok := m.Get(ctx, "k9"); !ok {
+		t.Error("newest entry evicted")
+	}
+	if _, ok := m.Get(ctx, "k1"); ok {
+		t.Error("least recently used entry kept")
+	}
+	m.Set(ctx, "huge", bytes.Repeat([]byte("y"), 10000), 0)
+	if _, ok := m.Get(ctx, "huge"); ok {
+		t.Error("value larger than the cache was stored")
+	}
+}
+
+func TestMemoryTTLAndCopies(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(1 << 20)
+	now := time.Unix(1000, 0)
+	m.now = func() time.Time { return now }
+	v := []byte("value")
+	m.Set(ctx, "a", v, time.Minute)
+	v[0] = 'X'
+	got, ok := m.Get(ctx, "a")
+	if !ok || string(got) != "value" {
+		t.Fatalf("Get = %q %v, want the stored copy", got, ok)
+	}
+	got[0] = 'Y'
+	if again, _ := m.Get(ctx, "a"); string(again) != "value" {
+		t.Fatal("caller's slice aliases the cache")
+	}
+	now = now.Add(61 * time.Second)
+	if _, ok := m.Get(ctx, "a"); ok {
+		t.Fatal("expired entry returned")
+	}
+	m.Set(ctx, "b", v, 0)
+	m.Delete(ctx, "b")
+	if _, ok := m.Get(ctx, "b"); ok {
+		t.Fatal("deleted entry returned")
+	}
+	if s := m.Stats(); s.Hits != 2 || s.Misses != 2 {
+		t.Errorf("stats %+v, want 2 hits 2 misses", s)
+	}
+}
+
+func TestMemoryConcurrent(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(64 << 10)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				k := fmt.Sprint(i % 50)
+				m.Set(ctx, k, []byte(strings.Repeat("v", i)), time.Minute)
+				m.Get(ctx, k)
+			}
+		}(g)
+	}
+	wg.Wait()
+	if m.Bytes() > 64<<10 {
+		t.Fatalf("over bound: %d", m.Bytes())
+	}
+}
+
+func redisURL() string {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// TestRedisReal talks to a real server (REDIS_URL, default the local one).
+func TestRedisReal(t *testing.T) {
+	ctx := context.Background()
+	r, err := NewRedis(RedisOptions{URL: redisURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Ping(ctx); err != nil {
+		t.Fatalf("no Redis at %s (.ci/run starts one): %v", redisURL(), err)
+	}
+	key := fmt.Sprintf("test:%d", time.Now().UnixNano())
+	r.Set(ctx, key, []byte("hello"), 2*time.Second)
+	if v, ok := r.Get(ctx, key); !ok || string(v) != "hello" {
+		t.Fatalf("Get = %q %v", v, ok)
+	}
+	ttl := r.client.TTL(ctx, Prefix+key).Val()
+	if ttl <= 0 || ttl > 2*time.Second {
+		t.Errorf("TTL %v, want (0,2s]", ttl)
+	}
+	r.Delete(ctx, key)
+	if _, ok := r.Get(ctx, key); ok {
+		t.Fatal("deleted key returned")
+	}
+	release, ok := r.Lock(ctx, key, 5*time.Second)
+	if !ok {
+		t.Fatal("first lock refused")
+	}
+	if _, ok2 := r.Lock(ctx, key, 5*time.Second); ok2 {
+		t.Fatal("second lock granted while held")
+	}
+	release()
+	if rel, ok3 := r.Lock(ctx, key, 5*time.Second); !ok3 {
+		t.Fatal("lock not released")
+	} else {
+		rel()
+	}
+	if s := r.Stats(); s.Errors != 0 || s.Degraded {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestRedisDownAndBack stops the server mid-run: calls degrade to misses,
+// one log line marks each change, and the store recovers by itself.
+func TestRedisDownAndBack(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	r, err := NewRedis(RedisOptions{URL: "redis://" + mr.Addr(), Timeout: 200 * time.Millisecond, Logger: log, ProbeInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	l := &Layered{Mem: NewMemory(1 << 20), Redis: r, MemoryTTL: time.Minute}
+
+	l.Set(ctx, "a", []byte("1"), time.Hour)
+	if v, ok := r.Get(ctx, "a"); !ok || string(v) != "1" {
+		t.Fatalf("redis Get = %q %v", v, ok)
+	}
+	mr.Close()
+	downAt := time.Now()
+	for i := 0; i < 20; i++ {
+		if _, ok := r.Get(ctx, "a"); ok {
+			t.Fatal("hit while Redis is down")
+		}
+		r.Set(ctx, "b", []byte("2"), time.Hour)
+	}
+	t.Logf("20 failed Get+Set pairs took %v", time.Since(downAt))
+	// The layered store still answers from memory.
+	if v, ok := l.Get(ctx, "a"); !ok || string(v) != "1" {
+		t.Fatalf("layered Get while down = %q %v", v, ok)
+	}
+	if s := r.Stats(); !s.Degraded || s.Errors < 20 {
+		t.Errorf("stats while down %+v", s)
+	}
+	if err := r.Ping(ctx); err == nil {
+		t.Error("Ping succeeded while down")
+	}
+	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {
+		t.Errorf("%d 'unavailable' log lines, want 1:\n%s", n, logs.String())
+	}
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	upAt := time.Now()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Ping(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("did not recover")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("recovered after %v", time.Since(upAt))
+	r.Set(ctx, "c", []byte("3"), time.Hour)
+	if v, ok := r.Get(ctx, "c"); !ok || string(v) != "3" {
+		t.Fatalf("after restart Get = %q %v", v, ok)
+	}
+	if s := r.Stats(); s.Degraded {
+		t.Error("still degraded after recovery")
+	}
+	if !strings.Contains(logs.String(), "redis reachable again") {
+		t.Errorf("no recovery log line:\n%s", logs.String())
+	}
+}
+
+func TestRedisBadURL(t *testing.T) {
+	if _, err := NewRedis(RedisOptions{URL: "http://nope"}); err == nil {
+		t.Fatal("want error")
+	}
+}
