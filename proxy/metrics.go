@@ -1,0 +1,71 @@
+package proxy
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the proxy's Prometheus metrics, all prefixed condense_.
+type Metrics struct {
+	reg            *prometheus.Registry
+	requests       *prometheus.CounterVec
+	tokens         *prometheus.CounterVec
+	overhead       prometheus.Histogram
+	upstreamErrors *prometheus.CounterVec
+}
+
+// CacheStats is what the metrics read from the cache.
+type CacheStats struct {
+	Hits, Misses, Errors uint64
+}
+
+// NewMetrics registers the metrics on a new registry. cacheStats, if not
+// nil, is read at every scrape for the cache counters.
+func NewMetrics(cacheStats func() CacheStats) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "condense_requests_total", Help: "Requests by route and status.",
+		}, []string{"route", "status"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "condense_tokens_total", Help: "Tokens of chat requests as received and as forwarded.",
+		}, []string{"stage"}),
+		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "condense_proxy_overhead_seconds",
+			Help:    "Time from receiving a chat request to handing it to the upstream (reading, counting, condensing).",
+			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "condense_upstream_errors_total", Help: "Upstream failures by the status returned to the client.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cacheStats != nil {
+		for _, c := range []struct {
+			name, help string
+			get        func(CacheStats) uint64
+		}{
+			{"condense_cache_hits_total", "Cache hits.", func(s CacheStats) uint64 { return s.Hits }},
+			{"condense_cache_misses_total", "Cache misses.", func(s CacheStats) uint64 { return s.Misses }},
+			{"condense_cache_errors_total", "Cache backend errors (served as misses).", func(s CacheStats) uint64 { return s.Errors }},
+		} {
+			get := c.get
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help},
+				func() float64 { return float64(get(cacheStats())) }))
+		}
+	}
+	return m
+}
+
+// Registry returns the registry, for other packages' collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}

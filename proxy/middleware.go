@@ -1,0 +1,129 @@
+package proxy
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+)
+
+type ctxKey struct{}
+
+// reqInfo collects what the request's log line and metrics report. The
+// handlers fill it; logRequests writes it.
+type reqInfo struct {
+	route       string
+	status      int
+	report      *condense.Report
+	mode        string
+	upstreamErr error
+	overhead    time.Duration // time spent before the upstream was called
+	note        string
+}
+
+func info(ctx context.Context) *reqInfo {
+	if ri, ok := ctx.Value(ctxKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+// logRequests writes one log line per request and records the request
+// metrics. It never logs headers or bodies.
+func (p *Proxy) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &reqInfo{}
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		defer func() {
+			rec := recover()
+			if rec != nil {
+				ri.note = "connection aborted: upstream failed mid-response"
+			}
+			status := ww.Status()
+			if ri.status != 0 {
+				status = ri.status
+			}
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := ri.route
+			if route == "" {
+				route = chi.RouteContext(r.Context()).RoutePattern()
+			}
+			if route == "" {
+				route = "other"
+			}
+			p.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			attrs := []slog.Attr{
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int("bytes_out", ww.BytesWritten()),
+				slog.Duration("duration", time.Since(start)),
+			}
+			if rep := ri.report; rep != nil && rep.Counted {
+				attrs = append(attrs,
+					slog.String("model", rep.Model),
+					slog.String("mode", ri.mode),
+					slog.String("applied", rep.Applied),
+					slog.Int("messages", rep.Messages),
+					slog.Int("tokens_before", rep.TokensBefore),
+					slog.Int("tokens_after", rep.TokensAfter),
+					slog.Int("trigger", rep.Trigger),
+					slog.String("reason", rep.Reason),
+					slog.Duration("overhead", ri.overhead),
+				)
+				if rep.Degraded != "" {
+					attrs = append(attrs, slog.String("degraded", rep.Degraded))
+				}
+			}
+			if ri.note != "" {
+				attrs = append(attrs, slog.String("note", ri.note))
+			}
+			level := slog.LevelInfo
+			if ri.upstreamErr != nil {
+				attrs = append(attrs, slog.String("upstream_error", ri.upstreamErr.Error()))
+				if status != StatusClientClosed {
+					level = slog.LevelWarn
+				}
+			}
+			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+				level = slog.LevelDebug
+			}
+			if rec != nil {
+				level = slog.LevelWarn
+			}
+			p.log.LogAttrs(r.Context(), level, "request", attrs...)
+			if rec != nil {
+				panic(rec)
+			}
+		}()
+		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri)))
+	})
+}
+
+// recoverer turns a handler panic into a 500, except http.ErrAbortHandler,
+// which must reach net/http so it aborts the connection (a stream that
+// failed midway is cut, never ended cleanly).
+func recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				slog.Error("handler panic", "panic", v, "path", r.URL.Path)
+				writeError(w, http.StatusInternalServerError, "server_error", "condense-proxy: internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
