@@ -40,8 +40,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	ri := info(r.Context())
 	ri.route = "chat"
 
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.opts.MaxBodyBytes))
-	r.Body.Close()
+	raw, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -118,6 +117,23 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		p.metrics.tokens.WithLabelValues("forwarded").Add(float64(rep.TokensAfter))
 	}
 	p.forward(w, r, res.Body, start)
+}
+
+// readBody reads r's body, at most limit bytes, into one buffer sized from
+// Content-Length when the client sent one.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	defer r.Body.Close()
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return nil, err
+		}
+		// A body longer than it announced is a protocol error net/http
+		// reports; anything left is not read.
+		return buf, nil
+	}
+	return io.ReadAll(rd)
 }
 
 // forward sends body upstream in place of r's.

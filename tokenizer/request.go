@@ -38,60 +38,63 @@ type RequestCount struct {
 // ErrNotChat when body is not a JSON object with a messages array.
 func (c *Counter) Request(encoding string, body []byte) (RequestCount, error) {
 	// The body is only read while Request runs, so it is viewed as a
-	// string without a copy.
+	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
-	if !Valid(js) {
+	sc := scanChat(js)
+	if !sc.valid || !sc.object || !sc.hasMessages {
 		return RequestCount{}, ErrNotChat
 	}
-	root := gjson.Parse(js)
-	if !root.IsObject() {
-		return RequestCount{}, ErrNotChat
-	}
-	var msgs, tools, functions gjson.Result
-	root.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "messages":
-			msgs = v
-		case "tools":
-			tools = v
-		case "functions":
-			functions = v
-		}
-		return true
-	})
-	if !msgs.IsArray() {
-		return RequestCount{}, ErrNotChat
-	}
-	var rc RequestCount
-	msgs.ForEach(func(_, m gjson.Result) bool {
-		n, hit := c.Message(encoding, m)
+	rc := RequestCount{Messages: make([]int, 0, len(sc.messages))}
+	for _, sp := range sc.messages {
+		n, hit := c.MessageRaw(encoding, js[sp[0]:sp[1]])
 		rc.Messages = append(rc.Messages, n)
 		rc.Total += n
 		if hit {
 			rc.CacheHits++
 		}
-		return true
-	})
-	rc.Tools = c.tools(encoding, tools, functions)
+	}
+	tools, functions := js[sc.tools[0]:sc.tools[1]], js[sc.functions[0]:sc.functions[1]]
+	if tools != "" || functions != "" {
+		key := c.key(encoding, "tools", tools, functions)
+		n, ok := c.messages.get(key)
+		if !ok {
+			n = c.tools(encoding, gjson.Parse(tools), gjson.Parse(functions))
+			c.messages.put(key, n)
+		}
+		rc.Tools = n
+	}
 	rc.Total += rc.Tools + replyPriming
 	return rc, nil
 }
 
-// Message counts one message given as parsed JSON, using the per-message
-// cache keyed by its raw bytes. hit reports a cache hit.
+// Message counts one message given as parsed JSON (see MessageRaw).
 func (c *Counter) Message(encoding string, m gjson.Result) (n int, hit bool) {
+	return c.MessageRaw(encoding, m.Raw)
+}
+
+// MessageRaw counts one message given as raw JSON, using the per-message
+// cache keyed by a hash of those bytes. hit reports a cache hit.
+func (c *Counter) MessageRaw(encoding, raw string) (n int, hit bool) {
+	key := c.key(encoding, "msg", raw, "")
+	if n, ok := c.messages.get(key); ok {
+		return n, true
+	}
+	n = c.countMessage(encoding, gjson.Parse(raw))
+	c.messages.put(key, n)
+	return n, false
+}
+
+func (c *Counter) key(encoding, kind, a, b string) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	h.WriteString(encoding)
 	h.WriteByte(0)
-	h.WriteString(m.Raw)
-	key := h.Sum64()
-	if n, ok := c.messages.get(key); ok {
-		return n, true
-	}
-	n = c.countMessage(encoding, m)
-	c.messages.put(key, n)
-	return n, false
+	h.WriteString(kind)
+	h.WriteByte(0)
+	h.WriteString(a)
+	h.WriteByte(0)
+	h.WriteString(b)
+	return h.Sum64()
 }
 
 func (c *Counter) countMessage(encoding string, m gjson.Result) int {

@@ -11,20 +11,42 @@ import (
 // scanned eight bytes at a time.
 func Valid(s string) bool {
 	p := &validator{s: s}
+	return p.run()
+}
+
+func (p *validator) run() bool {
 	p.ws()
 	if !p.value(0) {
 		return false
 	}
 	p.ws()
-	return p.i == len(s)
+	return p.i == len(p.s)
+}
+
+// chatScan is what one validating pass learns of a chat request: where
+// each element of the top-level messages array is, and where the tools
+// and functions values are.
+type chatScan struct {
+	valid, object, hasMessages bool
+	messages                   [][2]int // [start, end) of each element
+	tools, functions           [2]int   // [start, end) of the value, or zero
+}
+
+// scanChat validates s and records the spans of a chat request's parts,
+// so the caller needs no second parse.
+func scanChat(s string) chatScan {
+	p := &validator{s: s, scan: &chatScan{}}
+	p.scan.valid = p.run()
+	return *p.scan
 }
 
 // maxDepth bounds nesting, as encoding/json does (10000).
 const maxDepth = 10000
 
 type validator struct {
-	s string
-	i int
+	s    string
+	i    int
+	scan *chatScan // nil: validate only
 }
 
 func (p *validator) ws() {
@@ -46,6 +68,9 @@ func (p *validator) value(depth int) bool {
 	case c == '"':
 		return p.str()
 	case c == '{':
+		if depth == 0 && p.scan != nil {
+			p.scan.object = true
+		}
 		p.i++
 		p.ws()
 		if p.i < len(p.s) && p.s[p.i] == '}' {
@@ -53,17 +78,32 @@ func (p *validator) value(depth int) bool {
 			return true
 		}
 		for {
+			keyStart := p.i
 			if p.i >= len(p.s) || p.s[p.i] != '"' || !p.str() {
 				return false
 			}
+			key := p.s[keyStart:p.i]
 			p.ws()
 			if p.i >= len(p.s) || p.s[p.i] != ':' {
 				return false
 			}
 			p.i++
 			p.ws()
-			if !p.value(depth + 1) {
+			valStart := p.i
+			if depth == 0 && p.scan != nil && key == `"messages"` && p.i < len(p.s) && p.s[p.i] == '[' {
+				if !p.elements(depth + 1) {
+					return false
+				}
+			} else if !p.value(depth + 1) {
 				return false
+			}
+			if depth == 0 && p.scan != nil {
+				switch key {
+				case `"tools"`:
+					p.scan.tools = [2]int{valStart, p.i}
+				case `"functions"`:
+					p.scan.functions = [2]int{valStart, p.i}
+				}
 			}
 			p.ws()
 			if p.i >= len(p.s) {
@@ -114,6 +154,39 @@ func (p *validator) value(depth int) bool {
 		return p.num()
 	}
 	return false
+}
+
+// elements validates the messages array, recording each element's span.
+func (p *validator) elements(depth int) bool {
+	sc := p.scan
+	sc.hasMessages = true
+	sc.messages = sc.messages[:0]
+	p.i++ // [
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == ']' {
+		p.i++
+		return true
+	}
+	for {
+		start := p.i
+		if !p.value(depth + 1) {
+			return false
+		}
+		sc.messages = append(sc.messages, [2]int{start, p.i})
+		p.ws()
+		if p.i >= len(p.s) {
+			return false
+		}
+		if p.s[p.i] == ']' {
+			p.i++
+			return true
+		}
+		if p.s[p.i] != ',' {
+			return false
+		}
+		p.i++
+		p.ws()
+	}
 }
 
 func (p *validator) lit(w string) bool {

@@ -28,3 +28,23 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+func TestScanChatSpans(t *testing.T) {
+	s := `{"tools":[{"type":"function"}], "messages" : [ {"role":"user","content":"a"} ,{"role":"assistant","content":null}], "x":{"messages":[1]}}`
+	sc := scanChat(s)
+	if !sc.valid || !sc.object || !sc.hasMessages || len(sc.messages) != 2 {
+		t.Fatalf("scan %+v", sc)
+	}
+	if got := s[sc.messages[0][0]:sc.messages[0][1]]; got != `{"role":"user","content":"a"}` {
+		t.Errorf("first span %q", got)
+	}
+	if got := s[sc.messages[1][0]:sc.messages[1][1]]; got != `{"role":"assistant","content":null}` {
+		t.Errorf("second span %q", got)
+	}
+	if got := s[sc.tools[0]:sc.tools[1]]; got != `[{"type":"function"}]` {
+		t.Errorf("tools span %q", got)
+	}
+	if sc := scanChat(`[{"messages":[]}]`); sc.object || sc.hasMessages {
+		t.Errorf("array root scanned as chat: %+v", sc)
+	}
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestVersionAndUnknownCommand(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := Main(context.Background(), []string{"version"}, &out, &errb, nil); err != nil || !strings.Contains(out.String(), "condense-proxy") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+	if err := Main(context.Background(), []string{"bogus"}, &out, &errb, nil); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+}
+
+func TestHelpListsFlagsWithDefaults(t *testing.T) {
+	var out, errb bytes.Buffer
+	if err := Main(context.Background(), []string{"serve", "--help"}, &out, &errb, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--listen", `(default ":8080")`, "--upstream", "--redis", "--config", "--threshold", "(default 0.8)"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+func TestInvalidConfigStopsStartup(t *testing.T) {
+	var out, errb bytes.Buffer
+	err := Main(context.Background(), []string{"--threshold", "3", "--upstream", "nope"}, &out, &errb, nil)
+	if err == nil || !strings.Contains(err.Error(), "condense.threshold") || !strings.Contains(err.Error(), "upstream") {
+		t.Fatalf("err = %v, want both problems listed", err)
+	}
+}
+
+// TestGracefulShutdown starts serve, opens a slow stream, cancels the
+// context (as SIGTERM does) and checks the stream still completes and
+// serve returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"choices\":[]}\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	defer up.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--upstream", up.URL, "--shutdown-grace", "10s"}, io.Discard, logs, nil, ready)
+	}()
+	addr := <-ready
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	// New connections are refused once shutdown began.
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("new request accepted during shutdown")
+	}
+	close(release)
+	rest, err := io.ReadAll(br)
+	resp.Body.Close()
+	if err != nil || !strings.Contains(string(rest), "[DONE]") {
+		t.Fatalf("in-flight stream cut: %q %v", rest, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not return")
+	}
+	if !strings.Contains(logs.String(), "shutting down") || !strings.Contains(logs.String(), `"msg":"stopped"`) {
+		t.Errorf("shutdown not logged:\n%s", logs.String())
+	}
+}
