@@ -16,9 +16,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -34,7 +38,9 @@ const (
 
 // Applied values of a Report.
 const (
-	AppliedNone = "none"
+	AppliedNone     = "none"
+	AppliedFull     = "full"
+	AppliedTruncate = "truncate"
 )
 
 // ModelLimits is what the Engine needs to know of a model.
@@ -57,12 +63,91 @@ type ModelsFunc func(model string) ModelLimits
 // Limits calls f.
 func (f ModelsFunc) Limits(model string) ModelLimits { return f(model) }
 
-// Options configures an Engine.
+// Cache is what the Engine needs of a cache (package cache satisfies it).
+type Cache interface {
+	Get(ctx context.Context, key string) ([]byte, bool)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration)
+}
+
+// Observer receives the Engine's events, for metrics. Its methods must not
+// block.
+type Observer interface {
+	Condensed(mode, outcome string, tokensSaved int)
+	SummarizerCall(d time.Duration, err error)
+}
+
+// Options configures an Engine. Zero values pick the defaults.
 type Options struct {
 	// Target is the fraction of the window condensing aims for. Default 0.5.
 	Target float64
+	// PrepareThreshold starts background summaries above this fraction of
+	// the window; 0: threshold - 0.1.
+	PrepareThreshold float64
 	// MaxMessages triggers condensing above this many messages; 0: off.
 	MaxMessages int
+	// KeepRecentTurns is the minimum number of recent steps kept. Default 3.
+	KeepRecentTurns int
+	// ChunkTokens is the size of a level-1 chunk. Default 12000.
+	ChunkTokens int
+	// SummaryBudgetTokens bounds the summaries of one level. Default 8000.
+	SummaryBudgetTokens int
+	// Summarizer is "llm" or "extractive". Default "llm" (extractive when
+	// no Summarizer is given).
+	Summarizer string
+	// SummaryModel is the summarizer's model; "": the request's model.
+	SummaryModel string
+	// SummaryTimeout bounds one summarizer call. Default 60s.
+	SummaryTimeout time.Duration
+	// SummaryMaxTokens bounds one summary. Default 2000.
+	SummaryMaxTokens int
+	// Prompt is the summarizer's system prompt. Default DefaultPrompt.
+	Prompt string
+	// OriginalsTTL is how long summaries and originals are kept. Default 24h.
+	OriginalsTTL time.Duration
+	// NegativeTTL is how long a failed summarizer is not called again.
+	// Default 30s.
+	NegativeTTL time.Duration
+	// PrepareConcurrency bounds background summarizations. Default 2.
+	PrepareConcurrency int
+	// SelectiveEnabled is the selective feature flag. Selective condensing
+	// is not built yet; requests asking for it get full condensing.
+	SelectiveEnabled bool
+}
+
+func (o *Options) defaults() {
+	if o.Target <= 0 {
+		o.Target = 0.5
+	}
+	if o.KeepRecentTurns <= 0 {
+		o.KeepRecentTurns = 3
+	}
+	if o.ChunkTokens <= 0 {
+		o.ChunkTokens = 12000
+	}
+	if o.SummaryBudgetTokens <= 0 {
+		o.SummaryBudgetTokens = 8000
+	}
+	if o.Summarizer == "" {
+		o.Summarizer = "llm"
+	}
+	if o.SummaryTimeout <= 0 {
+		o.SummaryTimeout = 60 * time.Second
+	}
+	if o.SummaryMaxTokens <= 0 {
+		o.SummaryMaxTokens = 2000
+	}
+	if o.Prompt == "" {
+		o.Prompt = DefaultPrompt
+	}
+	if o.OriginalsTTL <= 0 {
+		o.OriginalsTTL = 24 * time.Hour
+	}
+	if o.NegativeTTL <= 0 {
+		o.NegativeTTL = 30 * time.Second
+	}
+	if o.PrepareConcurrency <= 0 {
+		o.PrepareConcurrency = 2
+	}
 }
 
 // Request is one request to condense.
@@ -73,6 +158,9 @@ type Request struct {
 	// Scope identifies the caller (a hash of its credentials, never the
 	// credentials); cache keys that depend on the conversation include it.
 	Scope string
+	// Credentials are the caller's own headers (Authorization…) for the
+	// summarizer's upstream call. Never logged or cached.
+	Credentials http.Header
 }
 
 // Report says what the Engine did with a request.
@@ -89,6 +177,7 @@ type Report struct {
 	Degraded     string // set when a fallback was used
 	Summaries    string // summary levels and counts, when summaries were used
 	Cache        string // hit, miss or partial, when summaries were used
+	Calls        int    // summarizer calls made for this request
 	Duration     time.Duration
 }
 
@@ -98,45 +187,90 @@ type Result struct {
 	Report Report
 }
 
-// Engine is safe for concurrent use.
+// Engine is safe for concurrent use. Close waits for background work.
 type Engine struct {
-	counter *tokenizer.Counter
-	models  Models
-	opts    Options
-	log     *slog.Logger
+	counter    *tokenizer.Counter
+	models     Models
+	cache      Cache
+	summarizer Summarizer
+	observer   Observer
+	opts       Options
+	log        *slog.Logger
+
+	flight              singleflight.Group
+	summarizerDownUntil atomic.Int64
+	prepareSem          chan struct{}
+	preparing           sync.Map // key -> struct{}: conversations being prepared
+	bg                  sync.WaitGroup
 }
 
-// New returns an Engine. log may be nil (slog.Default()).
-func New(counter *tokenizer.Counter, models Models, opts Options, log *slog.Logger) *Engine {
-	if opts.Target <= 0 {
-		opts.Target = 0.5
+// Deps are the Engine's collaborators; all but Counter and Models may be
+// nil (no cache: nothing is kept between requests; no summarizer: the
+// extractive summaries; no observer: no metrics; no logger: slog.Default).
+type Deps struct {
+	Counter    *tokenizer.Counter
+	Models     Models
+	Cache      Cache
+	Summarizer Summarizer
+	Observer   Observer
+	Logger     *slog.Logger
+}
+
+// New returns an Engine.
+func New(d Deps, opts Options) *Engine {
+	opts.defaults()
+	if d.Logger == nil {
+		d.Logger = slog.Default()
 	}
-	if log == nil {
-		log = slog.Default()
+	return &Engine{
+		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
+		observer: d.Observer, opts: opts, log: d.Logger,
+		prepareSem: make(chan struct{}, opts.PrepareConcurrency),
 	}
-	return &Engine{counter: counter, models: models, opts: opts, log: log}
+}
+
+// Close waits for background summarizations to finish or ctx to end.
+func (e *Engine) Close(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { e.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("draining background summaries: %w", ctx.Err())
+	}
+}
+
+// job is one request being condensed.
+type job struct {
+	req                 Request
+	model               string
+	limits              ModelLimits
+	body                []byte
+	conv                *conversation
+	overhead            int // tokens outside the messages
+	hits, misses, calls int
 }
 
 // Condense decides and, when needed, condenses req. It returns an error
 // only when ctx ends; any other failure yields the original body and a
 // report that says why.
 func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
-	start := time.Now()
+	start := timeNow()
 	res := Result{Body: req.Body, Report: Report{Applied: AppliedNone}}
-	defer func() { res.Report.Duration = time.Since(start) }()
+	r := &res.Report
+	defer func() { r.Duration = timeNow().Sub(start) }()
 
 	model := gjson.GetBytes(req.Body, "model").String()
 	lim := e.models.Limits(model)
 	rc, err := e.counter.Request(lim.Encoding, req.Body)
 	if errors.Is(err, tokenizer.ErrNotChat) {
-		res.Report.Reason = "not a chat request; forwarded unchanged"
-		res.Report.Duration = time.Since(start)
+		r.Reason = "not a chat request; forwarded unchanged"
 		return res, nil
 	}
 	if err != nil {
 		return res, fmt.Errorf("counting tokens: %w", err)
 	}
-	r := &res.Report
 	r.Model = model
 	r.Counted = true
 	r.Messages = len(rc.Messages)
@@ -145,23 +279,145 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	r.TokensAfter = r.TokensBefore
 	r.Trigger = int(float64(lim.Window) * lim.Threshold)
 
+	mode := req.Mode
+	if mode == "" {
+		mode = ModeAuto
+	}
 	over := r.TokensBefore > r.Trigger
 	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
-	switch {
-	case req.Mode == ModeOff:
+	if mode == ModeOff {
 		r.Reason = "mode off"
-	case !over && !tooMany && !req.Force:
+		return res, nil
+	}
+	rq := &job{req: req, model: model, limits: lim, body: req.Body}
+	if !over && !tooMany && !req.Force {
 		r.Reason = "under threshold"
+		if e.prepareAt(lim) < r.TokensBefore && mode != ModeTruncate {
+			e.prepare(rq, rc)
+		}
+		return res, nil
+	}
+	switch {
+	case over:
+		r.Reason = "over threshold"
+	case tooMany:
+		r.Reason = "over max_messages"
 	default:
-		// Condensing strategies arrive with the full and selective
-		// condensing work; until then an over-threshold request is
-		// forwarded as received.
-		r.Reason = "over threshold; no condensing strategy available"
+		r.Reason = "forced"
 	}
-	if err := ctx.Err(); err != nil {
-		return res, err
+	if err := e.parse(rq, rc); err != nil {
+		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		e.observe(mode, "invalid", 0)
+		return res, nil
 	}
+	switch mode {
+	case ModeSelective:
+		r.Degraded = "selective condensing unavailable; full condensing used"
+		mode = ModeFull
+	case ModeAuto:
+		mode = ModeFull
+	}
+	out, err := e.condense(ctx, rq, mode, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		e.observe(mode, "failed", 0)
+		return res, nil
+	}
+	if out == nil {
+		e.observe(mode, "unchanged", 0)
+		return res, nil
+	}
+	after, err := e.counter.Request(lim.Encoding, out)
+	if err != nil {
+		r.Reason += "; condensed body did not re-count; forwarded unchanged"
+		e.observe(mode, "failed", 0)
+		return res, nil
+	}
+	afterTokens := scale(after.Total, lim.SafetyFactor)
+	if afterTokens >= r.TokensBefore {
+		r.Reason += "; condensing did not shrink the request; forwarded unchanged"
+		r.Applied = AppliedNone
+		e.observe(mode, "unchanged", 0)
+		return res, nil
+	}
+	res.Body = out
+	r.TokensAfter = afterTokens
+	r.Calls = rq.calls
+	e.observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
 	return res, nil
+}
+
+func (e *Engine) observe(mode, outcome string, saved int) {
+	if e.observer != nil {
+		e.observer.Condensed(mode, outcome, saved)
+	}
+}
+
+func (e *Engine) observeSummarizer(d time.Duration, err error) {
+	if e.observer != nil {
+		e.observer.SummarizerCall(d, err)
+	}
+}
+
+func (e *Engine) prepareAt(lim ModelLimits) int {
+	f := e.opts.PrepareThreshold
+	if f <= 0 {
+		f = lim.Threshold - 0.1
+	}
+	return int(float64(lim.Window) * f)
+}
+
+// parse splits the request's messages into head and steps.
+func (e *Engine) parse(rq *job, rc tokenizer.RequestCount) error {
+	conv, err := parseConversation(gjson.GetBytes(rq.body, "messages"), rc.Messages)
+	if err != nil {
+		return err
+	}
+	rq.conv = conv
+	sum := 0
+	for _, n := range rc.Messages {
+		sum += n
+	}
+	rq.overhead = rc.Total - sum
+	return nil
+}
+
+func (e *Engine) budgets(rq *job) budgets {
+	w := rq.limits.Window
+	f := rq.limits.SafetyFactor
+	if f < 1 {
+		f = 1
+	}
+	// Budgets are compared with raw counts, so the safety factor is taken
+	// out of the target here.
+	return budgets{
+		target:     int(float64(w) * e.opts.Target / f),
+		window:     int(float64(w) / f),
+		chunk:      e.opts.ChunkTokens,
+		summary:    e.opts.SummaryBudgetTokens,
+		keepRecent: e.opts.KeepRecentTurns,
+		overhead:   rq.overhead,
+	}
+}
+
+// condense applies mode and returns the new body, or nil to forward the
+// original.
+func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) ([]byte, error) {
+	b := e.budgets(rq)
+	if mode == ModeFull {
+		out, err := e.full(ctx, rq, b, r)
+		if err != nil || out != nil {
+			return out, err
+		}
+		// Fall through to the sliding window.
+		if r.Degraded == "" {
+			r.Degraded = "full condensing could not reach the target; sliding window used"
+		}
+	}
+	return e.truncate(ctx, rq, b, r)
 }
 
 func scale(n int, factor float64) int {

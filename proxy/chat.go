@@ -86,7 +86,8 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		Body:  body,
 		Mode:  mode,
 		Force: force,
-		Scope: Scope(r.Header),
+		Scope:       Scope(r.Header),
+		Credentials: credentials(r.Header),
 	})
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -167,6 +168,20 @@ func Scope(h http.Header) string {
 		sum.Write([]byte{0})
 	}
 	return hex.EncodeToString(sum.Sum(nil)[:16])
+}
+
+// credentialHeaders are copied onto the summarizer's upstream calls, so a
+// summary is paid for by the caller whose conversation it is.
+var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "OpenAI-Organization", "OpenAI-Project"}
+
+func credentials(h http.Header) http.Header {
+	out := http.Header{}
+	for _, k := range credentialHeaders {
+		if v := h.Values(k); len(v) > 0 {
+			out[k] = append([]string(nil), v...)
+		}
+	}
+	return out
 }
 
 // decodeBody undoes a Content-Encoding of gzip, zstd or deflate, reading

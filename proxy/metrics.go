@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -15,6 +16,26 @@ type Metrics struct {
 	tokens         *prometheus.CounterVec
 	overhead       prometheus.Histogram
 	upstreamErrors *prometheus.CounterVec
+	condensations  *prometheus.CounterVec
+	tokensSaved    prometheus.Counter
+	summarizer     *prometheus.HistogramVec
+}
+
+// Condensed implements condense.Observer.
+func (m *Metrics) Condensed(mode, outcome string, saved int) {
+	m.condensations.WithLabelValues(mode, outcome).Inc()
+	if saved > 0 {
+		m.tokensSaved.Add(float64(saved))
+	}
+}
+
+// SummarizerCall implements condense.Observer.
+func (m *Metrics) SummarizerCall(d time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.summarizer.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // CacheStats is what the metrics read from the cache.
@@ -43,6 +64,17 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 			Name: "condense_upstream_errors_total", Help: "Upstream failures by the status returned to the client.",
 		}, []string{"kind"}),
 	}
+	m.condensations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_condensations_total", Help: "Condensing attempts by mode applied and outcome.",
+	}, []string{"mode", "outcome"})
+	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "condense_tokens_saved_total", Help: "Tokens removed from forwarded requests by condensing.",
+	})
+	m.summarizer = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "condense_summarizer_call_seconds", Help: "Summarizer calls by outcome, with latency.",
+		Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 40, 60, 120},
+	}, []string{"outcome"})
+	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer)
 	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cacheStats != nil {

@@ -17,6 +17,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,6 +34,12 @@ import (
 // Condenser condenses one chat request; package condense's Engine is one.
 type Condenser interface {
 	Condense(ctx context.Context, req condense.Request) (condense.Result, error)
+}
+
+// Originals returns the original messages behind a summary or marker id,
+// for the caller with the given scope.
+type Originals interface {
+	Originals(ctx context.Context, scope, id string) ([]byte, bool)
 }
 
 // Pinger reports whether a dependency (the cache) is reachable.
@@ -55,6 +62,8 @@ type Options struct {
 	MaxDecompressedBytes int64
 	// Transport sends requests upstream. Nil: NewTransport(TransportOptions{}).
 	Transport http.RoundTripper
+	// Originals serves GET /v1/condense/originals/{id}; nil: 404.
+	Originals Originals
 	// Cache is pinged by /readyz; nil means no cache check.
 	Cache Pinger
 	// CacheDegraded, if set, tells /readyz the cache runs degraded (Redis
@@ -153,6 +162,7 @@ func New(o Options) *Proxy {
 	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
 	r.Post("/v1/chat/completions", p.chat)
 	r.Post("/chat/completions", p.chat)
+	r.Get("/v1/condense/originals/{id}", p.originals)
 	r.NotFound(p.passthrough)
 	r.MethodNotAllowed(p.passthrough)
 	p.router = r
@@ -168,6 +178,28 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // packages provide).
 func (p *Proxy) Handle(method, pattern string, h http.Handler) {
 	p.router.Method(method, pattern, h)
+}
+
+// originals returns the messages a summary or marker replaced, only to the
+// caller whose credentials condensed them (404 for anyone else).
+func (p *Proxy) originals(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if p.opts.Originals == nil {
+		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals store")
+		return
+	}
+	v, ok := p.opts.Originals.Originals(r.Context(), Scope(r.Header), id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals under that id for this caller (expired, or another key)")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte(`{"id":`))
+	idJSON, _ := json.Marshal(id)
+	w.Write(idJSON)
+	w.Write([]byte(`,"messages":`))
+	w.Write(v)
+	w.Write([]byte("}\n"))
 }
 
 // passthrough forwards a request unchanged.

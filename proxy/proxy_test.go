@@ -51,9 +51,9 @@ func (s *syncBuffer) String() string {
 }
 
 func testEngine() *condense.Engine {
-	return condense.New(tokenizer.New(tokenizer.Options{}), condense.ModelsFunc(func(string) condense.ModelLimits {
+	return condense.New(condense.Deps{Counter: tokenizer.New(tokenizer.Options{}), Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 		return condense.ModelLimits{Window: 128000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
-	}), condense.Options{}, nil)
+	})}, condense.Options{})
 }
 
 // newHarness chains a proxy in front of upstream (the strict fake when nil).

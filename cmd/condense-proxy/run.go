@@ -17,6 +17,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
+	"github.com/condense-proxy/condense-proxy/llm"
 	"github.com/condense-proxy/condense-proxy/proxy"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -83,14 +84,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 	reg := config.NewRegistry(cfg, func(model string) {
 		log.Warn("unknown model; using the default context window", "model", model, "window", cfg.DefaultContextWindow)
 	})
-	engine := condense.New(tokenizer.New(tokenizer.Options{}), modelLimits(reg), condense.Options{
-		Target:      cfg.Condense.Target,
-		MaxMessages: cfg.Condense.MaxMessages,
-	}, log)
 	metrics := proxy.NewMetrics(func() proxy.CacheStats {
 		s := store.Stats()
 		return proxy.CacheStats{Hits: s.Hits, Misses: s.Misses, Errors: s.Errors}
 	})
+	transport := proxy.NewTransport(proxy.TransportOptions{
+		ConnectTimeout: cfg.UpstreamConnectTimeout,
+		HeaderTimeout:  cfg.UpstreamHeaderTimeout,
+	})
+	engine, err := newEngine(cfg, reg, store, upstream, &http.Client{Transport: transport}, metrics, log)
+	if err != nil {
+		return err
+	}
 	var degraded func() bool
 	if cfg.RedisURL != "" {
 		degraded = func() bool { return store.Stats().Degraded }
@@ -101,11 +106,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		DefaultMode:          cfg.Condense.Mode,
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		MaxDecompressedBytes: cfg.MaxDecompressedBytes,
-		Transport: proxy.NewTransport(proxy.TransportOptions{
-			ConnectTimeout: cfg.UpstreamConnectTimeout,
-			HeaderTimeout:  cfg.UpstreamHeaderTimeout,
-		}),
-		Cache:         store,
+		Transport:            transport,
+		Originals:            engine,
+		Cache:                store,
 		CacheDegraded: degraded,
 		Metrics:       metrics,
 		Logger:        log,
@@ -144,14 +147,63 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		log.Warn("grace period over; closing remaining connections", "err", err)
 		srv.Close()
 	}
+	if err := engine.Close(sctx); err != nil {
+		log.Warn("background summaries cut short", "err", err)
+	}
 	log.Info("stopped")
 	return nil
 }
 
 // store is what serve needs of the cache.
 type store interface {
+	Get(ctx context.Context, key string) ([]byte, bool)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration)
 	Ping(ctx context.Context) error
 	Stats() cache.Stats
+}
+
+// newEngine builds the condensing engine from the config.
+func newEngine(cfg *config.Config, reg *config.Registry, st condense.Cache, upstream *url.URL, hc *http.Client, obs condense.Observer, log *slog.Logger) (*condense.Engine, error) {
+	prompt := ""
+	if cfg.Condense.PromptFile != "" {
+		b, err := os.ReadFile(cfg.Condense.PromptFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading condense.prompt_file: %w", err)
+		}
+		prompt = string(b)
+	}
+	var sum condense.Summarizer
+	if cfg.Condense.Summarizer == "llm" {
+		client := &llm.Client{BaseURL: upstream, HTTP: hc}
+		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
+			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
+		})
+	}
+	var observer condense.Observer
+	if obs != nil {
+		observer = obs
+	}
+	return condense.New(condense.Deps{
+		Counter:    tokenizer.New(tokenizer.Options{}),
+		Models:     modelLimits(reg),
+		Cache:      st,
+		Summarizer: sum,
+		Observer:   observer,
+		Logger:     log,
+	}, condense.Options{
+		Target:              cfg.Condense.Target,
+		PrepareThreshold:    cfg.Condense.PrepareThreshold,
+		MaxMessages:         cfg.Condense.MaxMessages,
+		KeepRecentTurns:     cfg.Condense.KeepRecentTurns,
+		ChunkTokens:         cfg.Condense.ChunkTokens,
+		SummaryBudgetTokens: cfg.Condense.SummaryBudgetTokens,
+		Summarizer:          cfg.Condense.Summarizer,
+		SummaryModel:        cfg.Condense.SummaryModel,
+		SummaryTimeout:      cfg.Condense.SummaryTimeout,
+		Prompt:              prompt,
+		OriginalsTTL:        cfg.Condense.OriginalsTTL,
+		SelectiveEnabled:    cfg.Selective.Enabled,
+	}), nil
 }
 
 func newCache(ctx context.Context, cfg *config.Config, log *slog.Logger) (store, func(), error) {

@@ -1,0 +1,349 @@
+package condense
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Extractive summaries are built without an LLM: deterministic, cheap, and
+// the fallback whenever the LLM summarizer fails.
+
+const (
+	userChars      = 300
+	assistantChars = 240
+	resultChars    = 160
+	maxErrorLines  = 3
+	maxFiles       = 20
+)
+
+// fitSummary bounds an extractive summary to about maxTokens (3 bytes a
+// token is a safe estimate for this text), keeping its Files section and
+// the first lines of its body.
+func fitSummary(text string, maxTokens int) string {
+	maxChars := maxTokens * 3
+	if len(text) <= maxChars {
+		return text
+	}
+	body, files, hasFiles := strings.Cut(text, "## Files\n")
+	if hasFiles {
+		files = "## Files\n" + files
+		if len(files) > maxChars/3 {
+			files = shorten(files, maxChars/3) + "\n"
+		}
+	}
+	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	room := maxChars - len(files) - 40
+	var b strings.Builder
+	kept := 0
+	for _, l := range lines {
+		if b.Len()+len(l)+1 > room {
+			break
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+		kept++
+	}
+	if kept < len(lines) {
+		fmt.Fprintf(&b, "[… %d lines condensed …]\n", len(lines)-kept)
+	}
+	b.WriteString(files)
+	return b.String()
+}
+
+var (
+	errorLine  = regexp.MustCompile(`(?i)(error|exception|traceback|panic|fail(ed|ure)?|fatal|assert)`)
+	exitStatus = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (code|status)[ :]*(-?\d+))`)
+	pathToken  = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
+)
+
+// messageText is the text of a message's content (string or text parts).
+func messageText(m gjson.Result) string {
+	c := m.Get("content")
+	if c.IsArray() {
+		var parts []string
+		c.ForEach(func(_, p gjson.Result) bool {
+			if t := p.Get("text"); t.Exists() {
+				parts = append(parts, t.String())
+			} else if typ := p.Get("type").Str; typ != "" {
+				parts = append(parts, "["+typ+"]")
+			}
+			return true
+		})
+		return strings.Join(parts, "\n")
+	}
+	return c.String()
+}
+
+func shorten(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// firstSentences returns the leading sentences of s within n bytes.
+func firstSentences(s string, n int) string {
+	s = oneLine(s)
+	if len(s) <= n {
+		return s
+	}
+	if i := strings.LastIndexAny(s[:n], ".!?"); i > n/3 {
+		return s[:i+1]
+	}
+	return shorten(s, n)
+}
+
+// keyArgs picks the arguments of a tool call that say what it did.
+func keyArgs(args string) string {
+	a := gjson.Parse(args)
+	if !a.IsObject() {
+		return shorten(oneLine(args), 120)
+	}
+	var out []string
+	for _, k := range []string{"path", "file_path", "filename", "file", "pattern", "query", "command", "cmd", "url", "old_str", "description"} {
+		if v := a.Get(k); v.Exists() && v.String() != "" {
+			out = append(out, k+"="+shorten(oneLine(v.String()), 120))
+		}
+	}
+	if len(out) == 0 {
+		return shorten(oneLine(args), 120)
+	}
+	return strings.Join(out, " ")
+}
+
+// resultDigest reduces a tool result to its first line, its error lines
+// and its exit status.
+func resultDigest(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	first := ""
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "<returncode>") && t != "<output>" {
+			first = t
+			break
+		}
+	}
+	parts := []string{shorten(first, resultChars)}
+	if m := exitStatus.FindStringSubmatch(text); m != nil {
+		code := m[2]
+		if code == "" {
+			code = m[4]
+		}
+		parts = append(parts, "exit "+code)
+	}
+	n := 0
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t != first && errorLine.MatchString(t) {
+			parts = append(parts, "! "+shorten(t, resultChars))
+			if n++; n == maxErrorLines {
+				break
+			}
+		}
+	}
+	parts = append(parts, fmt.Sprintf("(%d lines)", len(lines)))
+	return strings.Join(parts, " | ")
+}
+
+// fileLog collects the files a range of messages touched, most recent
+// first.
+type fileLog struct {
+	order    []string
+	kind     map[string]string // path -> read | modified | found
+	sequence map[string]int
+	n        int
+}
+
+func newFileLog() *fileLog {
+	return &fileLog{kind: map[string]string{}, sequence: map[string]int{}}
+}
+
+func (f *fileLog) add(path, kind string) {
+	path = strings.Trim(path, `"'(),:;`)
+	if path == "" || len(path) > 200 || strings.Contains(path, "://") {
+		return
+	}
+	f.n++
+	if old, ok := f.kind[path]; !ok {
+		f.order = append(f.order, path)
+		f.kind[path] = kind
+	} else if old != "modified" {
+		f.kind[path] = kind
+	}
+	f.sequence[path] = f.n
+}
+
+var (
+	modifyTools = regexp.MustCompile(`(?i)(edit|write|create|replace|patch|insert|apply|update|delete|rename|move)`)
+	searchTools = regexp.MustCompile(`(?i)(grep|glob|find|search|ls|list)`)
+	modifyCmd   = regexp.MustCompile(`(?:>|sed -i|tee |mv |cp |rm |touch |patch |git apply)`)
+)
+
+// noteCall records the files named in a tool call.
+func (f *fileLog) noteCall(name, args string) {
+	a := gjson.Parse(args)
+	kind := "read"
+	switch {
+	case modifyTools.MatchString(name):
+		kind = "modified"
+	case searchTools.MatchString(name):
+		kind = "found"
+	}
+	for _, k := range []string{"path", "file_path", "filename", "file", "notebook_path"} {
+		if v := a.Get(k).String(); v != "" {
+			f.add(v, kind)
+		}
+	}
+	for _, k := range []string{"command", "cmd"} {
+		cmd := a.Get(k).String()
+		if cmd == "" {
+			continue
+		}
+		ck := "read"
+		if modifyCmd.MatchString(cmd) {
+			ck = "modified"
+		}
+		for _, m := range pathToken.FindAllStringSubmatch(cmd, 20) {
+			f.add(m[1], ck)
+		}
+	}
+}
+
+// noteResult records files a search result lists.
+func (f *fileLog) noteResult(text string) {
+	n := 0
+	for _, line := range strings.SplitN(text, "\n", 60) {
+		for _, m := range pathToken.FindAllStringSubmatch(line, 3) {
+			if strings.Contains(m[1], "/") {
+				f.add(m[1], "found")
+				n++
+			}
+		}
+		if n > 40 {
+			return
+		}
+	}
+}
+
+// section renders the Files section, most recent first, bounded.
+func (f *fileLog) section() string {
+	if len(f.order) == 0 {
+		return ""
+	}
+	paths := append([]string(nil), f.order...)
+	sort.SliceStable(paths, func(i, j int) bool { return f.sequence[paths[i]] > f.sequence[paths[j]] })
+	var b strings.Builder
+	b.WriteString("## Files\n")
+	for _, kind := range []string{"modified", "read", "found"} {
+		var list []string
+		for _, p := range paths {
+			if f.kind[p] == kind {
+				list = append(list, p)
+			}
+		}
+		if len(list) == 0 {
+			continue
+		}
+		more := ""
+		if len(list) > maxFiles {
+			more = fmt.Sprintf(" (+%d more)", len(list)-maxFiles)
+			list = list[:maxFiles]
+		}
+		fmt.Fprintf(&b, "- %s: %s%s\n", kind, strings.Join(list, ", "), more)
+	}
+	return b.String()
+}
+
+// filesOf builds the Files section of messages [from, to).
+func (c *conversation) filesOf(from, to int) string {
+	fl := newFileLog()
+	names := map[string]string{}
+	for _, m := range c.msgs[from:to] {
+		g := gjson.Parse(m.raw)
+		switch m.role {
+		case "assistant":
+			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				name := tc.Get("function.name").Str
+				names[tc.Get("id").Str] = name
+				fl.noteCall(name, tc.Get("function.arguments").String())
+				return true
+			})
+		case "tool":
+			if searchTools.MatchString(names[m.callID]) || strings.Contains(strings.ToLower(names[m.callID]), "bash") {
+				fl.noteResult(messageText(g))
+			}
+		}
+	}
+	return fl.section()
+}
+
+// extractive summarizes messages [from, to) step by step.
+func (c *conversation) extractive(from, to int) string {
+	var b strings.Builder
+	names := map[string]string{}
+	for i := from; i < to; i++ {
+		m := c.msgs[i]
+		g := gjson.Parse(m.raw)
+		switch m.role {
+		case "user":
+			fmt.Fprintf(&b, "- User: %s\n", shorten(oneLine(messageText(g)), userChars))
+		case "system", "developer":
+			fmt.Fprintf(&b, "- System note: %s\n", shorten(oneLine(messageText(g)), userChars))
+		case "assistant":
+			if t := firstSentences(messageText(g), assistantChars); t != "" {
+				fmt.Fprintf(&b, "- Assistant: %s\n", t)
+			}
+			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				name := tc.Get("function.name").Str
+				names[tc.Get("id").Str] = name
+				fmt.Fprintf(&b, "  - called %s(%s)\n", name, keyArgs(tc.Get("function.arguments").String()))
+				return true
+			})
+		case "tool":
+			fmt.Fprintf(&b, "    → %s: %s\n", names[m.callID], resultDigest(messageText(g)))
+		}
+	}
+	if files := c.filesOf(from, to); files != "" {
+		b.WriteString(files)
+	}
+	return b.String()
+}
+
+// transcript renders messages [from, to) as plain text for an LLM
+// summarizer: tool calls and results as text, so the summarizer request
+// has no tool-pairing constraints. Very long results are cut in the middle.
+func (c *conversation) transcript(from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		m := c.msgs[i]
+		g := gjson.Parse(m.raw)
+		text := messageText(g)
+		if len(text) > 12000 {
+			text = text[:6000] + fmt.Sprintf("\n[… %d characters omitted …]\n", len(text)-12000) + text[len(text)-6000:]
+		}
+		switch m.role {
+		case "tool":
+			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", m.callID, text)
+		default:
+			fmt.Fprintf(&b, "[%s]\n%s\n", m.role, text)
+			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+				fmt.Fprintf(&b, "[tool call %s] %s(%s)\n", tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").String())
+				return true
+			})
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,180 @@
+package condense
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// promptVersion is part of every summary's cache key; bump it when the
+// built-in prompt changes.
+const promptVersion = "p1"
+
+// DefaultPrompt is the built-in summarizer system prompt.
+const DefaultPrompt = `You are the condense-proxy summarizer. You write the working memory of a coding agent whose older conversation is being folded away. The agent will continue the task from your summary alone, so keep every fact it needs and drop chatter.
+
+Write these sections, in this order, as terse Markdown bullet lists:
+## Task and intent
+## Current state and progress
+## Decisions and reasons
+## Files and code (every path, and what was read or changed in it)
+## Errors and how they were resolved
+## Pending work and next steps
+
+Keep exact file paths, function and test names, error messages, commands and numbers. Do not invent anything. If a previous summary is given, continue from it: the new summary must stand alone but need not repeat what the previous one said unless it changed.`
+
+// Summarizer writes one summary with an LLM.
+type Summarizer interface {
+	Summarize(ctx context.Context, in SummaryInput) (string, error)
+}
+
+// SummaryInput is one summarizer call.
+type SummaryInput struct {
+	Model       string
+	Prompt      string      // system prompt
+	Text        string      // the transcript or the summaries to merge
+	Previous    string      // the summary before this one, if any
+	Level       int         // 1: a chunk of messages; >1: summaries to merge
+	MaxTokens   int         // bound on the answer
+	Credentials http.Header // the caller's own credentials
+}
+
+// UserPrompt is the summarizer's user message for in.
+func UserPrompt(in SummaryInput) string {
+	var b strings.Builder
+	if in.Previous != "" {
+		fmt.Fprintf(&b, "Previous summary (context only):\n<previous-summary>\n%s\n</previous-summary>\n\n", in.Previous)
+	}
+	if in.Level > 1 {
+		fmt.Fprintf(&b, "Merge these consecutive summaries into one, oldest first, keeping every path, error and decision that still matters:\n<summaries>\n%s\n</summaries>", in.Text)
+	} else {
+		fmt.Fprintf(&b, "Summarize this part of the conversation:\n<transcript>\n%s\n</transcript>", in.Text)
+	}
+	return b.String()
+}
+
+// summary returns one summary: from the cache, else from the summarizer
+// (one call per key at a time), else the extractive fallback. degraded
+// says why the fallback was used.
+func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, prevHash, previous string,
+	text func() string, fallback func() string) (out string, cached bool, degraded string, err error) {
+
+	model := e.summaryModel(rq)
+	key := summaryKey(rq.req.Scope, model, level, contentHash, prevHash)
+	if v, ok := e.getCache(ctx, key); ok {
+		rq.hits++
+		return string(v), true, "", nil
+	}
+	rq.misses++
+	if e.summarizer == nil || e.opts.Summarizer == "extractive" {
+		s := fallback()
+		e.setCache(ctx, key, []byte(s))
+		return s, false, "", nil
+	}
+	if until := e.summarizerDownUntil.Load(); until > timeNow().UnixNano() {
+		return fallback(), false, "summarizer recently failing; extractive used", nil
+	}
+	v, callErr, _ := e.flight.Do(key, func() (any, error) {
+		if v, ok := e.getCache(ctx, key); ok {
+			return string(v), nil
+		}
+		release := e.lock(ctx, key)
+		defer release()
+		if v, ok := e.getCache(ctx, key); ok { // another replica finished it
+			return string(v), nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
+		defer cancel()
+		start := timeNow()
+		s, err := e.summarizer.Summarize(cctx, SummaryInput{
+			Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
+			MaxTokens: e.perSummaryTokens(), Credentials: rq.req.Credentials,
+		})
+		e.observeSummarizer(timeNow().Sub(start), err)
+		if err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(s) == "" {
+			return "", errors.New("empty summary")
+		}
+		e.setCache(ctx, key, []byte(s))
+		return s, nil
+	})
+	rq.calls++
+	if callErr != nil {
+		if ctx.Err() != nil {
+			return "", false, "", ctx.Err()
+		}
+		e.summarizerDownUntil.Store(timeNow().Add(e.opts.NegativeTTL).UnixNano())
+		e.log.Warn("summarizer failed; using the extractive summary", "level", level, "err", callErr)
+		return fallback(), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
+	}
+	return v.(string), false, "", nil
+}
+
+func (e *Engine) summaryModel(rq *job) string {
+	if e.opts.Summarizer == "extractive" || e.summarizer == nil {
+		return "extractive"
+	}
+	if e.opts.SummaryModel != "" {
+		return e.opts.SummaryModel
+	}
+	return rq.model
+}
+
+func (e *Engine) getCache(ctx context.Context, key string) ([]byte, bool) {
+	if e.cache == nil {
+		return nil, false
+	}
+	return e.cache.Get(ctx, key)
+}
+
+func (e *Engine) setCache(ctx context.Context, key string, v []byte) {
+	if e.cache != nil {
+		e.cache.Set(context.WithoutCancel(ctx), key, v, e.opts.OriginalsTTL)
+	}
+}
+
+// Locker is an optional capability of the cache: a short lock shared by
+// proxy replicas, so they do not write the same summary twice.
+type Locker interface {
+	Lock(ctx context.Context, key string, ttl time.Duration) (release func(), ok bool)
+}
+
+// lock waits briefly for the cross-replica lock of key; it gives up (and
+// does the work anyway) after the summary timeout.
+func (e *Engine) lock(ctx context.Context, key string) func() {
+	l, ok := e.cache.(Locker)
+	if !ok {
+		return func() {}
+	}
+	deadline := timeNow().Add(e.opts.SummaryTimeout)
+	for {
+		release, got := l.Lock(ctx, key, e.opts.SummaryTimeout+5*time.Second)
+		if got {
+			return release
+		}
+		if timeNow().After(deadline) || ctx.Err() != nil {
+			return func() {}
+		}
+		if _, done := e.getCache(ctx, key); done {
+			return func() {}
+		}
+		select {
+		case <-ctx.Done():
+			return func() {}
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// SummarizerFunc adapts a function to Summarizer.
+type SummarizerFunc func(ctx context.Context, in SummaryInput) (string, error)
+
+// Summarize calls f.
+func (f SummarizerFunc) Summarize(ctx context.Context, in SummaryInput) (string, error) {
+	return f(ctx, in)
+}

@@ -1,0 +1,102 @@
+// Package llm is a minimal client for one non-streaming OpenAI-compatible
+// chat completion, used to write summaries.
+//
+// A Client is safe for concurrent use. Every call takes the caller's
+// context and credentials; the client keeps neither.
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Client calls {BaseURL}/v1/chat/completions.
+type Client struct {
+	// BaseURL is the upstream base, as the proxy uses it.
+	BaseURL *url.URL
+	// HTTP sends the request. Nil: http.DefaultClient.
+	HTTP *http.Client
+}
+
+// Call is one completion request.
+type Call struct {
+	Model       string
+	System      string
+	User        string
+	MaxTokens   int
+	Credentials http.Header // Authorization and similar, copied onto the request
+}
+
+// ErrEmpty is returned when the upstream answered without text.
+var ErrEmpty = errors.New("empty completion")
+
+// maxAnswer bounds the answer body read.
+const maxAnswer = 4 << 20
+
+// Complete returns the assistant's text.
+func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
+	body, err := json.Marshal(map[string]any{
+		"model":       call.Model,
+		"temperature": 0,
+		"max_tokens":  call.MaxTokens,
+		"stream":      false,
+		"messages": []map[string]string{
+			{"role": "system", "content": call.System},
+			{"role": "user", "content": call.User},
+		},
+	})
+	if err != nil {
+		return "", fmt.Errorf("encoding completion request: %w", err)
+	}
+	u := c.BaseURL.JoinPath("v1", "chat", "completions")
+	if strings.HasSuffix(strings.TrimSuffix(c.BaseURL.Path, "/"), "/v1") {
+		u = c.BaseURL.JoinPath("chat", "completions")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return "", fmt.Errorf("building completion request: %w", err)
+	}
+	for k, vs := range call.Credentials {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("calling summarizer: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return "", fmt.Errorf("reading summarizer answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("summarizer answered %d", resp.StatusCode)
+	}
+	var out struct {
+		Choices []struct {
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return "", fmt.Errorf("decoding summarizer answer: %w", err)
+	}
+	if len(out.Choices) == 0 || strings.TrimSpace(out.Choices[0].Message.Content) == "" {
+		return "", ErrEmpty
+	}
+	return strings.TrimSpace(out.Choices[0].Message.Content), nil
+}
