@@ -83,9 +83,9 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	force, _ := strconv.ParseBool(r.Header.Get(HeaderForce))
 
 	res, err := p.opts.Condenser.Condense(r.Context(), condense.Request{
-		Body:  body,
-		Mode:  mode,
-		Force: force,
+		Body:        body,
+		Mode:        mode,
+		Force:       force,
 		Scope:       Scope(r.Header),
 		Credentials: credentials(r.Header),
 	})

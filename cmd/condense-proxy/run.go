@@ -109,9 +109,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		Transport:            transport,
 		Originals:            engine,
 		Cache:                store,
-		CacheDegraded: degraded,
-		Metrics:       metrics,
-		Logger:        log,
+		CacheDegraded:        degraded,
+		Metrics:              metrics,
+		Logger:               log,
 	})
 
 	ln, err := net.Listen("tcp", cfg.Listen)
