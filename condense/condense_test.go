@@ -50,7 +50,7 @@ func session(seed int64, n int) []map[string]any {
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": fmt.Sprintf("Step %d: looking at the code.", i), "tool_calls": tcs})
 		for c := 0; c < calls; c++ {
 			var b strings.Builder
-			lines := 20 + rng.Intn(300)
+			lines := 20 + rng.Intn(100)
 			for l := 0; l < lines; l++ {
 				fmt.Fprintf(&b, "%d\tfunc f%d(x int) int { return x * %d } // step %d\n", l, l, rng.Intn(1000), i)
 			}
@@ -169,8 +169,8 @@ func TestPlanKeepsPairsHeadAndTail(t *testing.T) {
 }
 
 func TestHierarchyBoundsSummaries(t *testing.T) {
-	msgs := session(4, 400)
-	e := newEngine(64000, nil, Options{Summarizer: "extractive", ChunkTokens: 2000, SummaryBudgetTokens: 2500})
+	msgs := session(4, 250)
+	e := newEngine(64000, nil, Options{Summarizer: "extractive", ChunkTokens: 1500, SummaryBudgetTokens: 2000})
 	res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -250,8 +250,8 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 	for _, mode := range []string{"error", "timeout", "empty"} {
 		t.Run(mode, func(t *testing.T) {
 			f := &failing{mode: mode}
-			e := newEngine(32000, f, Options{ChunkTokens: 4000, SummaryTimeout: 50 * time.Millisecond})
-			b := body(t, session(7, 120))
+			e := newEngine(16000, f, Options{ChunkTokens: 2000, SummaryBudgetTokens: 2000, SummaryTimeout: 50 * time.Millisecond})
+			b := body(t, session(7, 50))
 			res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s"})
 			if err != nil {
 				t.Fatal(err)

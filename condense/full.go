@@ -68,15 +68,33 @@ func makePlan(c *conversation, b budgets) plan {
 		tail--
 	}
 	p := plan{tailStart: tail}
-	for _, ch := range chunkSteps(c.steps, b.chunk) {
-		if ch.b > tail {
-			break
+	chunks := chunkSteps(c.steps, b.chunk)
+	need, most := 0, 0 // chunks that must fold; chunks that may fold
+	for i, ch := range chunks {
+		if ch.b <= tail {
+			need = i + 1
 		}
-		p.folded = append(p.folded, ch)
-		p.foldEnd = ch.b
+		if ch.b <= len(c.steps)-b.keepRecent {
+			most = i + 1
+		}
+	}
+	// Fold in batches of foldBatch chunks: the summary then changes once
+	// per batch instead of once per chunk, so consecutive requests share
+	// their prefix longer (provider prompt caches stay warm). Folding more
+	// than needed only shrinks the request further below the target.
+	fold := need
+	if need > 0 && need%foldBatch != 0 {
+		fold = min(most, need+foldBatch-need%foldBatch)
+	}
+	p.folded = chunks[:fold]
+	if fold > 0 {
+		p.foldEnd = chunks[fold-1].b
 	}
 	return p
 }
+
+// foldBatch is how many chunks fold at once (see makePlan).
+const foldBatch = 3
 
 // summaryItem is one summary in the condensed request.
 type summaryItem struct {

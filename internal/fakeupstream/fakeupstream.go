@@ -32,8 +32,9 @@ type Received struct {
 // Server is the fake upstream's handler. The zero value is not usable; call
 // New. Safe for concurrent use.
 type Server struct {
-	mu       sync.Mutex
-	received []Received
+	mu        sync.Mutex
+	received  []Received
+	summaries [][]byte // bodies of summarizer calls, kept across Reset
 
 	// Summarize, if set, answers chat requests whose system prompt marks
 	// them as summarizer calls (see IsSummaryRequest); it returns the
@@ -56,11 +57,21 @@ func (s *Server) Received() []Received {
 	return append([]Received(nil), s.received...)
 }
 
-// Reset forgets what was received.
+// Reset forgets what was received (but not the summarizer calls).
 func (s *Server) Reset() {
 	s.mu.Lock()
 	s.received = nil
 	s.mu.Unlock()
+}
+
+// TakeSummaries returns the bodies of the summarizer calls received since
+// the last call, and forgets them.
+func (s *Server) TakeSummaries() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.summaries
+	s.summaries = nil
+	return out
 }
 
 // SummaryMarker is the phrase by which IsSummaryRequest recognises a
@@ -108,6 +119,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := "Done."
+	if IsSummaryRequest(body) {
+		s.mu.Lock()
+		s.summaries = append(s.summaries, body)
+		s.mu.Unlock()
+	}
 	if s.Summarize != nil && IsSummaryRequest(body) {
 		status, t := s.Summarize(body)
 		if status != 200 {

@@ -1,0 +1,109 @@
+package corpus
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+)
+
+// Fact is something planted in a synthetic session that a condensed request
+// should still carry (verbatim or in a summary).
+type Fact struct {
+	Kind string // task, failing-test, error, edited-path, decision
+	Text string
+}
+
+// Synthetic generates a seeded coding session of about targetChars
+// characters of message text: file reads, greps, test runs, edits, parallel
+// tool calls and user follow-ups, with planted facts.
+func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
+	rng := rand.New(rand.NewSource(seed))
+	pkgs := []string{"parser", "lexer", "render", "store", "auth", "billing", "cache", "http"}
+	task := fmt.Sprintf("Task %d: the function ParseDuration in pkg/%s/duration.go mis-handles negative values; fix it and keep the public API stable.", seed, pkgs[rng.Intn(len(pkgs))])
+	facts := []Fact{{"task", task}}
+	msgs := []Message{
+		{Role: "system", Content: Str(DefaultSystemPrompt)},
+		{Role: "user", Content: Str(task)},
+	}
+	size := len(task)
+	call := 0
+	newCall := func(name string, args map[string]any) ToolCall {
+		call++
+		a, _ := json.Marshal(args)
+		return ToolCall{ID: fmt.Sprintf("call_%d_%d", seed, call), Type: "function", Function: Function{Name: name, Arguments: string(a)}}
+	}
+	fileBody := func(path string, lines int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "package %s\n\nimport (\n\t\"fmt\"\n\t\"strings\"\n)\n\n", strings.Split(path, "/")[1])
+		for i := 0; i < lines; i++ {
+			switch i % 9 {
+			case 0:
+				fmt.Fprintf(&b, "// Func%d handles case %d of the %s flow.\nfunc Func%d(in string) (string, error) {\n", i, i, path, i)
+			case 8:
+				b.WriteString("}\n\n")
+			default:
+				fmt.Fprintf(&b, "\tif strings.HasPrefix(in, %q) { return fmt.Sprint(in, %d), nil }\n", fmt.Sprint(rng.Intn(1000)), rng.Intn(100))
+			}
+		}
+		return b.String()
+	}
+	turn := 0
+	for size < targetChars {
+		turn++
+		path := fmt.Sprintf("pkg/%s/file%d.go", pkgs[rng.Intn(len(pkgs))], rng.Intn(40))
+		var calls []ToolCall
+		var results []string
+		var text string
+		switch k := rng.Intn(10); {
+		case k == 0 && turn > 3:
+			f := fmt.Sprintf("follow-up %d: also make sure %s keeps working", turn, path)
+			msgs = append(msgs, Message{Role: "user", Content: Str(f)})
+			size += len(f)
+			continue
+		case k <= 3:
+			text = "Let me read the relevant files."
+			n := 1 + rng.Intn(2)
+			for i := 0; i < n; i++ {
+				p := fmt.Sprintf("pkg/%s/file%d.go", pkgs[rng.Intn(len(pkgs))], rng.Intn(40))
+				calls = append(calls, newCall("read_file", map[string]any{"path": p}))
+				results = append(results, fileBody(p, 40+rng.Intn(400)))
+			}
+		case k <= 5:
+			text = "Search for the callers."
+			pat := fmt.Sprintf("Func%d", rng.Intn(50))
+			calls = append(calls, newCall("grep", map[string]any{"pattern": pat, "path": "pkg/"}))
+			var b strings.Builder
+			for i := 0; i < 10+rng.Intn(80); i++ {
+				fmt.Fprintf(&b, "pkg/%s/file%d.go:%d:\treturn %s(in)\n", pkgs[rng.Intn(len(pkgs))], rng.Intn(40), rng.Intn(500), pat)
+			}
+			results = append(results, b.String())
+		case k <= 7:
+			text = "Run the tests."
+			calls = append(calls, newCall("bash", map[string]any{"command": "go test ./..."}))
+			var b strings.Builder
+			failing := fmt.Sprintf("TestParseDuration_Case%d", turn)
+			errLine := fmt.Sprintf("duration_test.go:%d: got -%ds, want %ds (turn %d)", 10+rng.Intn(300), rng.Intn(90), rng.Intn(90), turn)
+			for i := 0; i < 30+rng.Intn(200); i++ {
+				fmt.Fprintf(&b, "=== RUN   TestOther%d\n--- PASS: TestOther%d (0.00s)\n", i, i)
+			}
+			fmt.Fprintf(&b, "--- FAIL: %s (0.01s)\n    %s\nFAIL\nexit status 1\nFAIL\tpkg/parser\t0.123s\n", failing, errLine)
+			results = append(results, b.String())
+			facts = append(facts, Fact{"failing-test", failing}, Fact{"error", errLine})
+		default:
+			text = fmt.Sprintf("I will change %s because the sign is dropped before the unit is parsed (decision %d).", path, turn)
+			facts = append(facts, Fact{"edited-path", path}, Fact{"decision", fmt.Sprintf("decision %d", turn)})
+			calls = append(calls, newCall("edit_file", map[string]any{"path": path, "old_str": "return d", "new_str": "return -d"}))
+			results = append(results, "The file "+path+" has been edited.")
+		}
+		msgs = append(msgs, Message{Role: "assistant", Content: Str(text), ToolCalls: calls})
+		size += len(text)
+		for i, c := range calls {
+			msgs = append(msgs, Message{Role: "tool", ToolCallID: c.ID, Content: Str(results[i])})
+			size += len(results[i]) + len(c.Function.Arguments)
+		}
+	}
+	s, _ := finish("synthetic", msgs)
+	s.Name = fmt.Sprintf("synthetic-%d-%dk", seed, targetChars/1000)
+	return s, facts
+}

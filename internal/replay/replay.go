@@ -1,0 +1,216 @@
+// Package replay sends a recorded session through a running proxy turn by
+// turn, as the agent did — request k is the history up to the k-th
+// assistant message — and measures what the proxy forwarded.
+//
+// It is shared by the condensing tests and the evaluation command. The
+// upstream must be an internal/fakeupstream server, whose record of what it
+// received is the ground truth for the measurements.
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+// Options configures one replay.
+type Options struct {
+	ProxyURL string // base URL of the proxy
+	Model    string
+	Mode     string // X-Condense-Mode
+	APIKey   string // sent as Authorization: Bearer …
+	Window   int    // the model's window, for the report
+	// Every sends only every n-th request (1: all). Default 1.
+	Every int
+	// Client sends the requests. Nil: http.DefaultClient.
+	Client *http.Client
+	// Drain, if set, is called after the last request so background work
+	// (summaries prepared ahead) finishes before summarizer calls are
+	// counted.
+	Drain func()
+}
+
+// Request is the measurement of one replayed request.
+type Request struct {
+	Messages     int
+	Status       int
+	Applied      string
+	TokensSent   int // by the agent (the proxy's count, header)
+	TokensFwd    int // forwarded (the proxy's count, header)
+	Latency      time.Duration
+	HeadVerbatim bool
+	LastVerbatim bool
+	PrefixKept   float64 // share of the previous forwarded messages kept as identical prefix; -1 for the first
+	Degraded     string
+}
+
+// Result is the measurement of a replayed session.
+type Result struct {
+	Session            string
+	Mode               string
+	Requests           []Request
+	Rejected           int // requests the upstream answered with an error
+	MaxForwarded       int // largest forwarded request, tokens (counted here)
+	SentTokens         int // sum over requests, as the agent sent them
+	ForwardedTokens    int
+	SummarizerCalls    int
+	SummarizerTokensIn int
+	ContentTokens      int // tokens of the session's messages, counted once
+	PrefixStability    float64
+	LatencyP50         time.Duration
+	LatencyP99         time.Duration
+}
+
+// Run replays s. fake is the upstream behind the proxy; it is reset first.
+func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, counter *tokenizer.Counter, o Options) (*Result, error) {
+	if o.Every <= 0 {
+		o.Every = 1
+	}
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	fake.Reset()
+	fake.TakeSummaries()
+	res := &Result{Session: s.Name, Mode: o.Mode}
+	full, err := s.Request(o.Model, 0)
+	if err != nil {
+		return nil, err
+	}
+	fullMsgs := gjson.GetBytes(full, "messages").Array()
+	for _, m := range fullMsgs {
+		n, _ := counter.MessageRaw(tokenizer.O200kBase, m.Raw)
+		res.ContentTokens += n
+	}
+	ends := s.TurnEnds()
+	var prevFwd []string
+	for i, n := range ends {
+		if i%o.Every != 0 && i != len(ends)-1 {
+			continue
+		}
+		body, err := s.Request(o.Model, n)
+		if err != nil {
+			return nil, err
+		}
+		fake.Reset()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.ProxyURL+"/v1/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			return nil, fmt.Errorf("building request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+o.APIKey)
+		if o.Mode != "" {
+			req.Header.Set("X-Condense-Mode", o.Mode)
+		}
+		t0 := time.Now()
+		resp, err := o.Client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		rq := Request{Messages: n, Status: resp.StatusCode, Latency: time.Since(t0), PrefixKept: -1,
+			Applied: resp.Header.Get("X-Condense-Applied"), Degraded: resp.Header.Get("X-Condense-Degraded")}
+		rq.TokensSent, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-Before"))
+		rq.TokensFwd, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-After"))
+		if resp.StatusCode != http.StatusOK {
+			res.Rejected++
+		}
+		// What the upstream received for this request: summarizer calls,
+		// then the agent's request itself.
+		var fwd []byte
+		for _, g := range fake.Received() {
+			if !fakeupstream.IsSummaryRequest(g.Body) {
+				fwd = g.Body
+			}
+		}
+		if fwd == nil {
+			return nil, fmt.Errorf("request %d never reached the upstream (status %d)", i, resp.StatusCode)
+		}
+		rc, err := counter.Request(tokenizer.O200kBase, fwd)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: forwarded body does not parse: %w", i, err)
+		}
+		res.MaxForwarded = max(res.MaxForwarded, rc.Total)
+		res.SentTokens += rq.TokensSent
+		res.ForwardedTokens += rq.TokensFwd
+		sent := gjson.GetBytes(body, "messages").Array()
+		out := gjson.GetBytes(fwd, "messages").Array()
+		rq.HeadVerbatim = len(out) >= 2 && out[0].Raw == sent[0].Raw && out[1].Raw == sent[1].Raw
+		rq.LastVerbatim = len(out) > 0 && out[len(out)-1].Raw == sent[len(sent)-1].Raw
+		cur := make([]string, len(out))
+		for j, m := range out {
+			cur[j] = m.Raw
+		}
+		if prevFwd != nil {
+			rq.PrefixKept = prefixShare(prevFwd, cur)
+		}
+		prevFwd = cur
+		res.Requests = append(res.Requests, rq)
+	}
+	if o.Drain != nil {
+		o.Drain()
+	}
+	for _, b := range fake.TakeSummaries() {
+		res.SummarizerCalls++
+		if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+			res.SummarizerTokensIn += rc.Total
+		}
+	}
+	var lat []time.Duration
+	sum, cnt := 0.0, 0
+	for _, r := range res.Requests {
+		lat = append(lat, r.Latency)
+		if r.PrefixKept >= 0 {
+			sum += r.PrefixKept
+			cnt++
+		}
+	}
+	if cnt > 0 {
+		res.PrefixStability = sum / float64(cnt)
+	} else {
+		res.PrefixStability = 1
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		res.LatencyP50 = lat[len(lat)/2]
+		res.LatencyP99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	return res, nil
+}
+
+// prefixShare is the share of prev's bytes that cur repeats as an
+// identical prefix, message by message.
+func prefixShare(prev, cur []string) float64 {
+	total, kept := 0, 0
+	same := true
+	for i, m := range prev {
+		total += len(m)
+		if same && i < len(cur) && cur[i] == m {
+			kept += len(m)
+		} else {
+			same = false
+		}
+	}
+	if total == 0 {
+		return 1
+	}
+	return float64(kept) / float64(total)
+}
+
+// JSON renders r for reports.
+func (r *Result) JSON() []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return b
+}

@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/replay"
+	"github.com/condense-proxy/condense-proxy/llm"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+// stack is a proxy with a real engine and LLM summarizer in front of the
+// strict fake upstream, whose summarizer answers are canned.
+type stack struct {
+	fake    *fakeupstream.Server
+	proxy   *httptest.Server
+	engine  *condense.Engine
+	counter *tokenizer.Counter
+}
+
+func cannedSummary(body []byte) (int, string) {
+	h := sha256.Sum256(body)
+	return 200, fmt.Sprintf("## Task and intent\n- continue the task (canned summary %x)\n## Current state and progress\n- work in progress\n## Pending work and next steps\n- keep going", h[:6])
+}
+
+func newStack(t testing.TB, window int, summarizer string) *stack {
+	fake := fakeupstream.New()
+	fake.Summarize = cannedSummary
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	u, _ := url.Parse(up.URL)
+	counter := tokenizer.New(tokenizer.Options{})
+	client := &llm.Client{BaseURL: u}
+	var sum condense.Summarizer
+	if summarizer == "llm" {
+		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
+			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
+		})
+	}
+	eng := condense.New(condense.Deps{
+		Counter: counter,
+		Models: condense.ModelsFunc(func(string) condense.ModelLimits {
+			return condense.ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1, Known: true}
+		}),
+		Cache:      cache.NewMemory(512 << 20),
+		Summarizer: sum,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, condense.Options{Summarizer: summarizer})
+	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Originals: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(p.Close)
+	return &stack{fake: fake, proxy: p, engine: eng, counter: counter}
+}
+
+func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int) *replay.Result {
+	t.Helper()
+	res, err := replay.Run(context.Background(), sess, s.fake, s.counter, replay.Options{
+		ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every,
+		Drain: func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			s.engine.Close(ctx)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func checkReplay(t *testing.T, res *replay.Result, window int) {
+	t.Helper()
+	condensed := 0
+	for i, r := range res.Requests {
+		if !r.HeadVerbatim || !r.LastVerbatim {
+			t.Errorf("%s request %d: head verbatim %v, last verbatim %v", res.Session, i, r.HeadVerbatim, r.LastVerbatim)
+		}
+		if r.Applied != "none" {
+			condensed++
+		}
+	}
+	if res.Rejected != 0 {
+		t.Errorf("%s: %d requests rejected by the strict upstream", res.Session, res.Rejected)
+	}
+	if res.MaxForwarded > window {
+		t.Errorf("%s: forwarded %d tokens, window %d", res.Session, res.MaxForwarded, window)
+	}
+	if float64(res.SummarizerTokensIn) > 1.5*float64(res.ContentTokens) {
+		t.Errorf("%s: summarizer read %d tokens for %d tokens of content (> 1.5x)", res.Session, res.SummarizerTokensIn, res.ContentTokens)
+	}
+	if condensed > 0 && res.PrefixStability < 0.9 {
+		t.Errorf("%s: prefix stability %.3f < 0.9", res.Session, res.PrefixStability)
+	}
+	t.Logf("%s: %d requests, %d condensed, max fwd %d, summarizer calls %d (%d tokens in, content %d), prefix stability %.3f",
+		res.Session, len(res.Requests), condensed, res.MaxForwarded, res.SummarizerCalls, res.SummarizerTokensIn, res.ContentTokens, res.PrefixStability)
+}
+
+// TestReplaySyntheticLongSessions replays long synthetic sessions (300k+
+// tokens) turn by turn at a 128k window with the canned LLM summarizer.
+func TestReplaySyntheticLongSessions(t *testing.T) {
+	for _, seed := range []int64{1, 2} {
+		sess, _ := corpus.Synthetic(seed, 1_300_000)
+		s := newStack(t, 128000, "llm")
+		res := s.replay(t, sess, "full", 1)
+		if res.ContentTokens < 300000 {
+			t.Fatalf("synthetic session has only %d tokens", res.ContentTokens)
+		}
+		checkReplay(t, res, 128000)
+	}
+}
+
+// TestReplayCorpus replays every session of the shared corpus.
+func TestReplayCorpus(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("shared corpus absent")
+	}
+	files, err := corpus.Files(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		sess, err := corpus.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newStack(t, 128000, "llm")
+		checkReplay(t, s.replay(t, sess, "full", 1), 128000)
+	}
+}
