@@ -80,7 +80,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	r.Summaries = formatLevels(levels)
 	r.Cache = cacheState(rq.hits, rq.misses)
 	if len(degraded) > 0 {
-		r.Degraded = degraded[0]
+		addDegraded(r, degraded[0])
 	}
 	if rc.Total > b.target {
 		// The recent steps alone are over budget: keep the summary and
@@ -90,7 +90,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 			r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", rc.Total, b.target)
 			return nil, err
 		}
-		r.Degraded = "recent steps over budget; older verbatim steps after the summary omitted"
+		addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
 	}
 	r.Applied = AppliedFull
 	return out, nil
@@ -167,7 +167,7 @@ func cacheState(hits, misses int) string {
 func (e *Engine) truncate(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
 	out, err := e.window(ctx, rq, b, r, nil, 0)
 	if errors.Is(err, errTooLarge) {
-		r.Degraded = "request too large to condense: " + errTooLarge.Error()
+		addDegraded(r, "request too large to condense: "+errTooLarge.Error())
 	}
 	if err != nil {
 		return nil, err
@@ -208,11 +208,20 @@ func (e *Engine) prepare(rq *job, rc tokenizer.RequestCount) {
 		defer func() { <-e.prepareSem; e.preparing.Delete(key) }()
 		ctx := context.Background()
 		b := e.budgets(rq)
-		p := makePlan(rq.conv, b)
-		if len(p.folded) == 0 {
+		// Prepare every chunk outside the recent turns: the request that
+		// crosses the threshold will be longer than this one and fold at
+		// least as much.
+		var folded []chunk
+		for _, ch := range chunkSteps(rq.conv.steps, b.chunk) {
+			if ch.b > len(rq.conv.steps)-b.keepRecent {
+				break
+			}
+			folded = append(folded, ch)
+		}
+		if len(folded) == 0 {
 			return
 		}
-		items, err := e.summarizeChunks(ctx, rq, p.folded)
+		items, err := e.summarizeChunks(ctx, rq, folded)
 		if err == nil {
 			_, err = e.foldLevels(ctx, rq, items, b.summary)
 		}
@@ -220,6 +229,15 @@ func (e *Engine) prepare(rq *job, rc tokenizer.RequestCount) {
 			e.log.Warn("background summary preparation failed", "err", err)
 			return
 		}
-		e.log.Debug("summaries prepared ahead", "chunks", len(p.folded), "summarizer_calls", rq.calls)
+		e.log.Debug("summaries prepared ahead", "chunks", len(folded), "summarizer_calls", rq.calls)
 	}()
+}
+
+// addDegraded appends a fallback's reason to the report.
+func addDegraded(r *Report, why string) {
+	if r.Degraded == "" {
+		r.Degraded = why
+	} else if !strings.Contains(r.Degraded, why) {
+		r.Degraded += "; " + why
+	}
 }

@@ -312,7 +312,7 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	}
 	switch mode {
 	case ModeSelective:
-		r.Degraded = "selective condensing unavailable; full condensing used"
+		addDegraded(r, "selective condensing unavailable; full condensing used")
 		mode = ModeFull
 	case ModeAuto:
 		mode = ModeFull
@@ -413,9 +413,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 			return out, err
 		}
 		// Fall through to the sliding window.
-		if r.Degraded == "" {
-			r.Degraded = "full condensing could not reach the target; sliding window used"
-		}
+		addDegraded(r, "full condensing could not reach the target; sliding window used")
 	}
 	return e.truncate(ctx, rq, b, r)
 }

@@ -55,7 +55,8 @@ func fitSummary(text string, maxTokens int) string {
 }
 
 var (
-	errorLine  = regexp.MustCompile(`(?i)(error|exception|traceback|panic|fail(ed|ure)?|fatal|assert)`)
+	errorLine  = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure|s)?\b|\bfatal\b|\bassert)`)
+	tagLine    = regexp.MustCompile(`^</?[\w-]+>$`)
 	exitStatus = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (code|status)[ :]*(-?\d+))`)
 	pathToken  = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
 )
@@ -130,7 +131,7 @@ func resultDigest(text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	first := ""
 	for _, l := range lines {
-		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "<returncode>") && t != "<output>" {
+		if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "<returncode>") && !tagLine.MatchString(t) {
 			first = t
 			break
 		}

@@ -133,12 +133,15 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 			return rq.conv.transcript(from, to)
 		}, func() string {
 			return fitSummary(rq.conv.extractive(from, to), e.perSummaryTokens())
+		}, func(s string) string {
+			// Both summarizers end with the deterministic Files section.
+			if files := rq.conv.filesOf(from, to); files != "" && !strings.Contains(s, "## Files") {
+				s = strings.TrimSpace(s) + "\n" + files
+			}
+			return s
 		})
 		if err != nil {
 			return nil, fmt.Errorf("summarizing chunk %d: %w", i, err)
-		}
-		if files := rq.conv.filesOf(from, to); files != "" && !strings.Contains(text, "## Files") {
-			text = strings.TrimSpace(text) + "\n" + files
 		}
 		it.text, it.cached, it.degraded = text, cached, degraded
 		it.tokens = e.counter.Text(rq.limits.Encoding, text)
@@ -179,7 +182,7 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
 		text, cached, degraded, err := e.summary(ctx, rq, level, content, "", "", func() string { return joined }, func() string {
 			return fitSummary(mergeExtractive(parts), e.perSummaryTokens())
-		})
+		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
 		}

@@ -57,10 +57,14 @@ func UserPrompt(in SummaryInput) string {
 }
 
 // summary returns one summary: from the cache, else from the summarizer
-// (one call per key at a time), else the extractive fallback. degraded
-// says why the fallback was used.
+// (one call per key at a time), else the extractive fallback. decorate, if
+// not nil, is applied to a new summary before it is cached (so its cost is
+// paid once). degraded says why the fallback was used.
 func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, prevHash, previous string,
-	text func() string, fallback func() string) (out string, cached bool, degraded string, err error) {
+	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded string, err error) {
+	if decorate == nil {
+		decorate = func(s string) string { return s }
+	}
 
 	model := e.summaryModel(rq)
 	key := summaryKey(rq.req.Scope, model, level, contentHash, prevHash)
@@ -70,12 +74,12 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 	}
 	rq.misses++
 	if e.summarizer == nil || e.opts.Summarizer == "extractive" {
-		s := fallback()
+		s := decorate(fallback())
 		e.setCache(ctx, key, []byte(s))
 		return s, false, "", nil
 	}
 	if until := e.summarizerDownUntil.Load(); until > timeNow().UnixNano() {
-		return fallback(), false, "summarizer recently failing; extractive used", nil
+		return decorate(fallback()), false, "summarizer recently failing; extractive used", nil
 	}
 	v, callErr, _ := e.flight.Do(key, func() (any, error) {
 		if v, ok := e.getCache(ctx, key); ok {
@@ -100,6 +104,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		if strings.TrimSpace(s) == "" {
 			return "", errors.New("empty summary")
 		}
+		s = decorate(s)
 		e.setCache(ctx, key, []byte(s))
 		return s, nil
 	})
@@ -110,7 +115,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		}
 		e.summarizerDownUntil.Store(timeNow().Add(e.opts.NegativeTTL).UnixNano())
 		e.log.Warn("summarizer failed; using the extractive summary", "level", level, "err", callErr)
-		return fallback(), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
+		return decorate(fallback()), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
 	}
 	return v.(string), false, "", nil
 }

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,10 +27,34 @@ import (
 // stack is a proxy with a real engine and LLM summarizer in front of the
 // strict fake upstream, whose summarizer answers are canned.
 type stack struct {
-	fake    *fakeupstream.Server
-	proxy   *httptest.Server
-	engine  *condense.Engine
-	counter *tokenizer.Counter
+	fake     *fakeupstream.Server
+	proxy    *httptest.Server
+	engine   *condense.Engine
+	counter  *tokenizer.Counter
+	upstream *switchable
+}
+
+// switchable lets a test put another handler in front of the fake.
+type switchable struct {
+	mu sync.Mutex
+	h  http.Handler
+}
+
+func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+func (s *stack) setUpstream(t testing.TB, h http.Handler) {
+	s.upstream.mu.Lock()
+	s.upstream.h = h
+	s.upstream.mu.Unlock()
+}
+
+type stackOptions struct {
+	summaryTimeout time.Duration
 }
 
 func cannedSummary(body []byte) (int, string) {
@@ -36,10 +62,15 @@ func cannedSummary(body []byte) (int, string) {
 	return 200, fmt.Sprintf("## Task and intent\n- continue the task (canned summary %x)\n## Current state and progress\n- work in progress\n## Pending work and next steps\n- keep going", h[:6])
 }
 
-func newStack(t testing.TB, window int, summarizer string) *stack {
+func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOptions)) *stack {
+	so := stackOptions{}
+	for _, o := range opts {
+		o(&so)
+	}
 	fake := fakeupstream.New()
 	fake.Summarize = cannedSummary
-	up := httptest.NewServer(fake)
+	sw := &switchable{h: fake}
+	up := httptest.NewServer(sw)
 	t.Cleanup(up.Close)
 	u, _ := url.Parse(up.URL)
 	counter := tokenizer.New(tokenizer.Options{})
@@ -58,10 +89,10 @@ func newStack(t testing.TB, window int, summarizer string) *stack {
 		Cache:      cache.NewMemory(512 << 20),
 		Summarizer: sum,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, condense.Options{Summarizer: summarizer})
+	}, condense.Options{Summarizer: summarizer, SummaryTimeout: so.summaryTimeout})
 	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Originals: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(p.Close)
-	return &stack{fake: fake, proxy: p, engine: eng, counter: counter}
+	return &stack{fake: fake, proxy: p, engine: eng, counter: counter, upstream: sw}
 }
 
 func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int) *replay.Result {

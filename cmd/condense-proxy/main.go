@@ -1,8 +1,9 @@
 // Command condense-proxy is an OpenAI-compatible proxy that keeps coding
 // agents' requests inside their model's context window.
 //
-//	condense-proxy [serve] [flags]   run the proxy (the default)
-//	condense-proxy version           print the version
+//	condense-proxy [serve] [flags]            run the proxy (the default)
+//	condense-proxy condense [flags] FILE|-    condense one request body offline
+//	condense-proxy version                    print the version
 //
 // main is a thin shell over Main, which tests call directly.
 package main

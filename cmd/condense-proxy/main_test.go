@@ -4,13 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 )
 
 type lockedBuffer struct {
@@ -114,5 +120,50 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "shutting down") || !strings.Contains(logs.String(), `"msg":"stopped"`) {
 		t.Errorf("shutdown not logged:\n%s", logs.String())
+	}
+}
+
+func TestOfflineCondense(t *testing.T) {
+	sess, _ := corpus.Synthetic(21, 300_000)
+	body, err := sess.Request("gpt-4o", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := Main(context.Background(), []string{"condense", "--context-window", "32000", "--mode", "full", file}, &out, &errb, nil); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var rep struct {
+		Applied      string `json:"applied"`
+		TokensBefore int    `json:"tokens_before"`
+		TokensAfter  int    `json:"tokens_after"`
+	}
+	if err := json.Unmarshal(errb.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, errb.String())
+	}
+	if rep.Applied != "full" || rep.TokensAfter >= rep.TokensBefore || rep.TokensAfter > 16000 {
+		t.Errorf("report %+v", rep)
+	}
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &req); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakeupstream.Validate(req.Messages); err != nil {
+		t.Fatal(err)
+	}
+	// Under the threshold the output is the input, byte for byte.
+	out.Reset()
+	errb.Reset()
+	if err := Main(context.Background(), []string{"condense", file}, &out, &errb, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), body) {
+		t.Error("under-threshold body changed")
 	}
 }

@@ -35,6 +35,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, environ 
 	switch cmd {
 	case "serve":
 		return serve(ctx, args, stdout, stderr, environ, nil)
+	case "condense":
+		return offline(ctx, args, os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "condense-proxy", version)
 		return nil
@@ -49,6 +51,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, environ 
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: condense-proxy [serve] [flags]    run the proxy (default)
+       condense-proxy condense [flags] FILE|-   condense one request body offline
        condense-proxy version            print the version
 Run "condense-proxy serve --help" for the flags.`)
 }

@@ -1,0 +1,206 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+)
+
+// longBody is a synthetic session's full request, well over a 32k window.
+func longBody(t *testing.T, seed int64) []byte {
+	sess, _ := corpus.Synthetic(seed, 400_000)
+	b, err := sess.Request("gpt-4o", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func forwarded(t *testing.T, fake *fakeupstream.Server) []byte {
+	t.Helper()
+	for _, r := range fake.Received() {
+		if !fakeupstream.IsSummaryRequest(r.Body) && strings.HasSuffix(r.Path, "/chat/completions") {
+			return r.Body
+		}
+	}
+	t.Fatal("agent request never reached the upstream")
+	return nil
+}
+
+func TestFullCondensingThroughProxy(t *testing.T) {
+	s := newStack(t, 32000, "llm")
+	body := longBody(t, 11)
+	resp := post(t, s.proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	h := resp.Header
+	if h.Get(HeaderApplied) != "full" || h.Get(HeaderCache) != "miss" || !regexp.MustCompile(`^l\d=\d`).MatchString(h.Get(HeaderSummaries)) {
+		t.Fatalf("headers: applied %q cache %q summaries %q degraded %q", h.Get(HeaderApplied), h.Get(HeaderCache), h.Get(HeaderSummaries), h.Get(HeaderDegraded))
+	}
+	fwd := forwarded(t, s.fake)
+	validateBody(t, fwd)
+	summaryCalls := len(s.fake.TakeSummaries())
+	if summaryCalls == 0 {
+		t.Fatal("no summarizer call reached the upstream")
+	}
+	for _, r := range s.fake.Received() {
+		if fakeupstream.IsSummaryRequest(r.Body) && r.Header.Get("Authorization") != "Bearer sk-a" {
+			t.Error("summarizer call not made with the caller's own key")
+		}
+	}
+
+	// The same request again: every summary comes from the cache, the
+	// forwarded body is byte-identical.
+	s.fake.Reset()
+	resp = post(t, s.proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
+	resp.Body.Close()
+	if resp.Header.Get(HeaderCache) != "hit" || len(s.fake.TakeSummaries()) != 0 {
+		t.Errorf("second request: cache %q", resp.Header.Get(HeaderCache))
+	}
+	if again := forwarded(t, s.fake); string(again) != string(fwd) {
+		t.Error("condensed body not byte-stable between identical requests")
+	}
+
+	// Originals: the summary's id returns the folded messages to the same
+	// caller only.
+	summary := gjson.GetBytes(fwd, "messages.2.content").Str
+	m := regexp.MustCompile(`<summary id="([0-9a-f]+)" level="1"`).FindStringSubmatch(summary)
+	if m == nil {
+		t.Fatalf("no level-1 summary id in %.300s", summary)
+	}
+	get := func(key string) (int, []byte) {
+		req, _ := http.NewRequest("GET", s.proxy.URL+"/v1/condense/originals/"+m[1], nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	if code, b := get("sk-a"); code != 200 || len(gjson.GetBytes(b, "messages").Array()) == 0 {
+		t.Errorf("originals for the owner: %d %.200s", code, b)
+	}
+	if code, _ := get("sk-other"); code != 404 {
+		t.Errorf("originals for another key: %d, want 404", code)
+	}
+}
+
+func validateBody(t *testing.T, b []byte) {
+	t.Helper()
+	var req struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakeupstream.Validate(req.Messages); err != nil {
+		t.Fatalf("forwarded conversation invalid: %v", err)
+	}
+}
+
+func TestSummarizerFailuresThroughProxy(t *testing.T) {
+	cases := map[string]func([]byte) (int, string){
+		"500":     func([]byte) (int, string) { return 500, "" },
+		"empty":   func([]byte) (int, string) { return 200, " " },
+		"garbage": nil, // set below: answers a body that is not JSON
+	}
+	for name, fn := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, 32000, "llm")
+			if fn != nil {
+				s.fake.Summarize = fn
+			}
+			var up http.Handler = s.fake
+			if name == "garbage" {
+				up = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					b, _ := io.ReadAll(r.Body)
+					if fakeupstream.IsSummaryRequest(b) {
+						io.WriteString(w, "<html>oops</html>")
+						return
+					}
+					r.Body = io.NopCloser(strings.NewReader(string(b)))
+					s.fake.ServeHTTP(w, r)
+				})
+			}
+			s.setUpstream(t, up)
+			resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a"})
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header.Get(HeaderApplied) == "none" || resp.Header.Get(HeaderDegraded) == "" {
+				t.Fatalf("status %d applied %q degraded %q", resp.StatusCode, resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderDegraded))
+			}
+			validateBody(t, forwarded(t, s.fake))
+		})
+	}
+}
+
+func TestSummarizerTimeoutThroughProxy(t *testing.T) {
+	s := newStack(t, 32000, "llm", func(o *stackOptions) { o.summaryTimeout = 100 * time.Millisecond })
+	s.fake.Summarize = func([]byte) (int, string) { time.Sleep(2 * time.Second); return 200, "late" }
+	start := time.Now()
+	resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 13), nil)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(HeaderDegraded), "summarizer") {
+		t.Fatalf("status %d degraded %q", resp.StatusCode, resp.Header.Get(HeaderDegraded))
+	}
+	if time.Since(start) > 1900*time.Millisecond {
+		t.Error("request waited for the hung summarizer past its timeout")
+	}
+}
+
+// TestPrepareAhead: a request between prepare_threshold and threshold
+// starts the summaries in the background; the request that crosses the
+// threshold then finds them cached and calls no summarizer.
+func TestPrepareAhead(t *testing.T) {
+	s := newStack(t, 128000, "llm")
+	sess, _ := corpus.Synthetic(14, 600_000)
+	ends := sess.TurnEnds()
+	var under, over []byte
+	for _, n := range ends {
+		b, _ := sess.Request("gpt-4o", n)
+		rc, _ := s.counter.Request("o200k_base", b)
+		switch {
+		case rc.Total > 92000 && rc.Total < 100000 && under == nil:
+			under = b
+		case rc.Total > 104000 && under != nil && over == nil:
+			over = b
+		}
+	}
+	if under == nil || over == nil {
+		t.Fatal("session has no request in the prepare band and one over the threshold")
+	}
+	resp := post(t, s.proxy.URL+"/v1/chat/completions", under, nil)
+	resp.Body.Close()
+	if resp.Header.Get(HeaderApplied) != "none" {
+		t.Fatalf("under-threshold request condensed: %s", resp.Header.Get(HeaderApplied))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.engine.Close(ctx) // wait for the background work
+	if len(s.fake.TakeSummaries()) == 0 {
+		t.Fatal("no summaries prepared ahead")
+	}
+	resp = post(t, s.proxy.URL+"/v1/chat/completions", over, nil)
+	resp.Body.Close()
+	if resp.Header.Get(HeaderApplied) != "full" || resp.Header.Get(HeaderCache) != "hit" {
+		t.Errorf("crossing request: applied %q cache %q", resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderCache))
+	}
+	if n := len(s.fake.TakeSummaries()); n != 0 {
+		t.Errorf("crossing request waited for %d summarizer calls", n)
+	}
+}
