@@ -24,6 +24,7 @@ import (
 	"github.com/tidwall/gjson"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
@@ -109,9 +110,14 @@ type Options struct {
 	NegativeTTL time.Duration
 	// PrepareConcurrency bounds background summarizations. Default 2.
 	PrepareConcurrency int
-	// SelectiveEnabled is the selective feature flag. Selective condensing
-	// is not built yet; requests asking for it get full condensing.
+	// SelectiveEnabled is the selective feature flag: off, requests asking
+	// for selective condensing get full condensing, and auto means full.
 	SelectiveEnabled bool
+	// Selective configures selective condensing.
+	Selective selective.Options
+	// MinSavingsTokens is the least selective condensing frees once it
+	// starts; 0: 10% of the window.
+	MinSavingsTokens int
 }
 
 func (o *Options) defaults() {
@@ -189,6 +195,7 @@ type Result struct {
 
 // Engine is safe for concurrent use. Close waits for background work.
 type Engine struct {
+	sel        *selective.Condenser
 	counter    *tokenizer.Counter
 	models     Models
 	cache      Cache
@@ -222,7 +229,13 @@ func New(d Deps, opts Options) *Engine {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	count := func(s string) int { return d.Counter.Text(tokenizer.O200kBase, s) }
+	var selCache selective.Cache
+	if d.Cache != nil {
+		selCache = d.Cache
+	}
 	return &Engine{
+		sel:     selective.New(opts.Selective, count, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
 		observer: d.Observer, opts: opts, log: d.Logger,
 		prepareSem: make(chan struct{}, opts.PrepareConcurrency),
@@ -249,6 +262,7 @@ type job struct {
 	body                []byte
 	conv                *conversation
 	overhead            int // tokens outside the messages
+	counts              tokenizer.RequestCount
 	hits, misses, calls int
 }
 
@@ -292,7 +306,7 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	rq := &job{req: req, model: model, limits: lim, body: req.Body}
 	if !over && !tooMany && !req.Force {
 		r.Reason = "under threshold"
-		if e.prepareAt(lim) < r.TokensBefore && mode != ModeTruncate {
+		if e.prepareAt(lim) < r.TokensBefore && (mode == ModeFull || mode == ModeAuto) {
 			e.prepare(rq, rc)
 		}
 		return res, nil
@@ -310,13 +324,14 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 		e.observe(mode, "invalid", 0)
 		return res, nil
 	}
-	switch mode {
-	case ModeSelective:
-		addDegraded(r, "selective condensing unavailable; full condensing used")
-		mode = ModeFull
-	case ModeAuto:
+	if mode == ModeSelective && !e.opts.SelectiveEnabled {
+		addDegraded(r, "selective condensing is disabled (selective.enabled=false); full condensing used")
 		mode = ModeFull
 	}
+	if mode == ModeAuto && !e.opts.SelectiveEnabled {
+		mode = ModeFull
+	}
+	rq.counts = rc
 	out, err := e.condense(ctx, rq, mode, r)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -407,6 +422,33 @@ func (e *Engine) budgets(rq *job) budgets {
 // original.
 func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) ([]byte, error) {
 	b := e.budgets(rq)
+	// In auto mode a conversation that once needed summaries keeps them:
+	// flipping between selective and full would rewrite the prefix.
+	stickyKey := "auto:" + rq.req.Scope + ":" + rq.conv.hashMessages(0, rq.conv.head)
+	if mode == ModeAuto {
+		if _, ok := e.getCache(ctx, stickyKey); ok {
+			mode = ModeFull
+		}
+	}
+	if mode == ModeSelective || mode == ModeAuto {
+		out, fits, err := e.selective(ctx, rq, b, r, mode == ModeAuto)
+		if err != nil {
+			return nil, err
+		}
+		if fits {
+			return out, nil
+		}
+		if mode == ModeSelective {
+			// Still over the threshold: window the digested conversation.
+			if out == nil {
+				out = rq.body
+			}
+			addDegraded(r, "selective condensing was not enough; sliding window used")
+			return e.truncateBody(ctx, rq, out, b, r)
+		}
+		mode = ModeFull // auto: summaries on the original conversation
+		e.setCache(ctx, stickyKey, []byte("full"))
+	}
 	if mode == ModeFull {
 		out, err := e.full(ctx, rq, b, r)
 		if err != nil || out != nil {

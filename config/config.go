@@ -118,6 +118,10 @@ type Selective struct {
 	ExcludeTools []string `mapstructure:"exclude_tools"`
 	// ClearToolInputs also shortens very large tool-call arguments. Default false.
 	ClearToolInputs bool `mapstructure:"clear_tool_inputs"`
+	// MinSavingsTokens is the least selective condensing frees once it
+	// starts, so it does not churn a little every turn; 0: 10% of the
+	// model's window. Default 0.
+	MinSavingsTokens int `mapstructure:"min_savings_tokens"`
 }
 
 // Auth configures optional inbound authentication.
@@ -163,6 +167,7 @@ var flagSpecs = []flagSpec{
 	{"selective.min_tool_output_tokens", "min-tool-output-tokens", "smallest tool output that is digested"},
 	{"selective.exclude_tools", "exclude-tools", "tools whose outputs are never digested"},
 	{"selective.clear_tool_inputs", "clear-tool-inputs", "also shorten very large old tool-call arguments"},
+	{"selective.min_savings_tokens", "min-savings-tokens", "least tokens selective condensing frees once it starts (0: 10% of the window)"},
 	{"auth.keys", "auth-keys", "accepted inbound API keys (empty: no inbound auth)"},
 }
 
@@ -235,6 +240,7 @@ func defaultsMap() map[string]any {
 		"selective.min_tool_output_tokens":   d.Selective.MinToolOutputTokens,
 		"selective.exclude_tools":            d.Selective.ExcludeTools,
 		"selective.clear_tool_inputs":        d.Selective.ClearToolInputs,
+		"selective.min_savings_tokens":       d.Selective.MinSavingsTokens,
 		"auth.keys":                          d.Auth.Keys,
 	}
 }
@@ -453,6 +459,9 @@ func (c *Config) Validate() error {
 	s := c.Selective
 	if s.KeepRecentToolOutputs < 0 {
 		bad("selective.keep_recent_tool_outputs: must not be negative, got %d", s.KeepRecentToolOutputs)
+	}
+	if s.MinSavingsTokens < 0 {
+		bad("selective.min_savings_tokens: must not be negative, got %d", s.MinSavingsTokens)
 	}
 	if s.MinToolOutputTokens < 0 {
 		bad("selective.min_tool_output_tokens: must not be negative, got %d", s.MinToolOutputTokens)

@@ -89,16 +89,16 @@ func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOp
 		Cache:      cache.NewMemory(512 << 20),
 		Summarizer: sum,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, condense.Options{Summarizer: summarizer, SummaryTimeout: so.summaryTimeout})
+	}, condense.Options{Summarizer: summarizer, SummaryTimeout: so.summaryTimeout, SelectiveEnabled: true})
 	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Originals: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	t.Cleanup(p.Close)
 	return &stack{fake: fake, proxy: p, engine: eng, counter: counter, upstream: sw}
 }
 
-func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int) *replay.Result {
+func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int, facts ...corpus.Fact) *replay.Result {
 	t.Helper()
 	res, err := replay.Run(context.Background(), sess, s.fake, s.counter, replay.Options{
-		ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every,
+		ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every, Facts: facts,
 		Drain: func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -170,4 +170,49 @@ func TestReplayCorpus(t *testing.T) {
 		s := newStack(t, 128000, "llm")
 		checkReplay(t, s.replay(t, sess, "full", 1), 128000)
 	}
+}
+
+// TestReplaySelective replays long synthetic sessions in selective mode:
+// no rejection, every request within the window, the prefix stable, and
+// the planted facts that lie in digested outputs kept.
+func TestReplaySelective(t *testing.T) {
+	for _, seed := range []int64{3, 4} {
+		sess, facts := corpus.Synthetic(seed, 600_000)
+		s := newStack(t, 128000, "llm")
+		res := s.replay(t, sess, "selective", 1, facts...)
+		checkReplay(t, res, 128000)
+		if res.PrefixStability < 0.95 {
+			t.Errorf("%s: prefix stability %.3f < 0.95", res.Session, res.PrefixStability)
+		}
+		if res.FactsSeen == 0 || res.FactRetention() < 0.95 {
+			t.Errorf("%s: kept %d of %d planted facts; lost e.g. %q", res.Session, res.FactsKept, res.FactsSeen, res.Lost)
+		}
+		selective := 0
+		for _, r := range res.Requests {
+			if r.Applied == "selective" {
+				selective++
+			}
+		}
+		if selective == 0 {
+			t.Errorf("%s: selective condensing never applied", res.Session)
+		}
+		t.Logf("%s: selective on %d requests, facts kept %d/%d", res.Session, selective, res.FactsKept, res.FactsSeen)
+	}
+}
+
+// TestReplayAuto: auto mode (selective, then full when not enough) on a
+// session long enough to need both.
+func TestReplayAuto(t *testing.T) {
+	sess, facts := corpus.Synthetic(5, 1_300_000)
+	s := newStack(t, 128000, "llm")
+	res := s.replay(t, sess, "auto", 1, facts...)
+	checkReplay(t, res, 128000)
+	modes := map[string]int{}
+	for _, r := range res.Requests {
+		modes[r.Applied]++
+	}
+	if modes["selective"] == 0 || modes["full"] == 0 {
+		t.Errorf("auto applied %v, want both selective and full", modes)
+	}
+	t.Logf("auto: %v, facts kept %d/%d, stability %.3f", modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
 }

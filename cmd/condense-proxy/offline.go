@@ -103,7 +103,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		Cache:      cache.NewMemory(512 << 20),
 		Summarizer: sum,
 		Logger:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}, condense.Options{Target: *target, Summarizer: *summarizer})
+	}, condense.Options{Target: *target, Summarizer: *summarizer, SelectiveEnabled: true})
 	res, err := eng.Condense(ctx, condense.Request{Body: body, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/llm"
 	"github.com/condense-proxy/condense-proxy/proxy"
+	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
@@ -157,6 +158,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 	return nil
 }
 
+// keepRecent maps the config's 0 (protect nothing) to selective's -1.
+func keepRecent(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
 // store is what serve needs of the cache.
 type store interface {
 	Get(ctx context.Context, key string) ([]byte, bool)
@@ -206,6 +215,13 @@ func newEngine(cfg *config.Config, reg *config.Registry, st condense.Cache, upst
 		Prompt:              prompt,
 		OriginalsTTL:        cfg.Condense.OriginalsTTL,
 		SelectiveEnabled:    cfg.Selective.Enabled,
+		Selective: selective.Options{
+			KeepRecentToolOutputs: keepRecent(cfg.Selective.KeepRecentToolOutputs),
+			MinToolOutputTokens:   cfg.Selective.MinToolOutputTokens,
+			ExcludeTools:          cfg.Selective.ExcludeTools,
+			ClearToolInputs:       cfg.Selective.ClearToolInputs,
+		},
+		MinSavingsTokens: cfg.Selective.MinSavingsTokens,
 	}), nil
 }
 

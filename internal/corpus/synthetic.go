@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"regexp"
 	"strings"
 )
 
@@ -67,14 +68,14 @@ func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
 			for i := 0; i < n; i++ {
 				p := fmt.Sprintf("pkg/%s/file%d.go", pkgs[rng.Intn(len(pkgs))], rng.Intn(40))
 				calls = append(calls, newCall("read_file", map[string]any{"path": p}))
-				results = append(results, fileBody(p, 40+rng.Intn(400)))
+				results = append(results, fileBody(p, 20+rng.Intn(180)))
 			}
 		case k <= 5:
 			text = "Search for the callers."
 			pat := fmt.Sprintf("Func%d", rng.Intn(50))
 			calls = append(calls, newCall("grep", map[string]any{"pattern": pat, "path": "pkg/"}))
 			var b strings.Builder
-			for i := 0; i < 10+rng.Intn(80); i++ {
+			for i := 0; i < 5+rng.Intn(40); i++ {
 				fmt.Fprintf(&b, "pkg/%s/file%d.go:%d:\treturn %s(in)\n", pkgs[rng.Intn(len(pkgs))], rng.Intn(40), rng.Intn(500), pat)
 			}
 			results = append(results, b.String())
@@ -84,7 +85,7 @@ func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
 			var b strings.Builder
 			failing := fmt.Sprintf("TestParseDuration_Case%d", turn)
 			errLine := fmt.Sprintf("duration_test.go:%d: got -%ds, want %ds (turn %d)", 10+rng.Intn(300), rng.Intn(90), rng.Intn(90), turn)
-			for i := 0; i < 30+rng.Intn(200); i++ {
+			for i := 0; i < 10+rng.Intn(90); i++ {
 				fmt.Fprintf(&b, "=== RUN   TestOther%d\n--- PASS: TestOther%d (0.00s)\n", i, i)
 			}
 			fmt.Fprintf(&b, "--- FAIL: %s (0.01s)\n    %s\nFAIL\nexit status 1\nFAIL\tpkg/parser\t0.123s\n", failing, errLine)
@@ -106,4 +107,48 @@ func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
 	s, _ := finish("synthetic", msgs)
 	s.Name = fmt.Sprintf("synthetic-%d-%dk", seed, targetChars/1000)
 	return s, facts
+}
+
+var (
+	errorLine = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure)?\b)`)
+	pathArg   = regexp.MustCompile(`"(?:file_path|path|filename)"\s*:\s*"([^"]{3,200})"`)
+)
+
+// DetectFacts finds facts a real session carries that condensing should
+// keep: the task (first user message, first line), error lines in tool
+// outputs (at most 3 per output, 8 to 160 characters) and the file paths
+// named in tool-call arguments.
+func DetectFacts(s *Session) []Fact {
+	var facts []Fact
+	seen := map[string]bool{}
+	add := func(kind, text string) {
+		text = strings.TrimSpace(text)
+		if len(text) < 8 || len(text) > 160 || seen[text] {
+			return
+		}
+		seen[text] = true
+		facts = append(facts, Fact{kind, text})
+	}
+	for i, m := range s.Messages {
+		switch {
+		case m.Role == "user" && i == 1 && m.Content != nil:
+			first, _, _ := strings.Cut(strings.TrimSpace(*m.Content), "\n")
+			add("task", first)
+		case m.Role == "tool" && m.Content != nil:
+			n := 0
+			for _, l := range strings.Split(*m.Content, "\n") {
+				if errorLine.MatchString(l) && n < 3 {
+					add("error", l)
+					n++
+				}
+			}
+		case m.Role == "assistant":
+			for _, c := range m.ToolCalls {
+				for _, p := range pathArg.FindAllStringSubmatch(c.Function.Arguments, 5) {
+					add("path", p[1])
+				}
+			}
+		}
+	}
+	return facts
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -36,6 +37,9 @@ type Options struct {
 	Every int
 	// Client sends the requests. Nil: http.DefaultClient.
 	Client *http.Client
+	// Facts are checked in every condensed request: each fact present in
+	// what the agent sent should be present in what was forwarded.
+	Facts []corpus.Fact
 	// Drain, if set, is called after the last request so background work
 	// (summaries prepared ahead) finishes before summarizer calls are
 	// counted.
@@ -71,6 +75,43 @@ type Result struct {
 	PrefixStability    float64
 	LatencyP50         time.Duration
 	LatencyP99         time.Duration
+	// Facts: over condensed requests, facts present in the sent request
+	// (FactsSeen) and still present in the forwarded one (FactsKept).
+	FactsSeen, FactsKept int
+	// Lost lists a few facts that were dropped, for diagnosis.
+	Lost []string `json:",omitempty"`
+}
+
+// FactRetention is FactsKept / FactsSeen (1 when no fact was at stake).
+func (r *Result) FactRetention() float64 {
+	if r.FactsSeen == 0 {
+		return 1
+	}
+	return float64(r.FactsKept) / float64(r.FactsSeen)
+}
+
+// norm folds white space, as digests do.
+func norm(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// contents is the decoded text of every message (content and tool-call
+// arguments), for fact look-ups.
+func contents(msgs []gjson.Result) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		c := m.Get("content")
+		if c.IsArray() {
+			c.ForEach(func(_, p gjson.Result) bool { b.WriteString(p.Get("text").String()); b.WriteByte('\n'); return true })
+		} else {
+			b.WriteString(c.String())
+		}
+		b.WriteByte('\n')
+		m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			b.WriteString(tc.Get("function.arguments").String())
+			b.WriteByte('\n')
+			return true
+		})
+	}
+	return b.String()
 }
 
 // Run replays s. fake is the upstream behind the proxy; it is reset first.
@@ -149,6 +190,21 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		out := gjson.GetBytes(fwd, "messages").Array()
 		rq.HeadVerbatim = len(out) >= 2 && out[0].Raw == sent[0].Raw && out[1].Raw == sent[1].Raw
 		rq.LastVerbatim = len(out) > 0 && out[len(out)-1].Raw == sent[len(sent)-1].Raw
+		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts) > 0 {
+			sentText, fwdText := norm(contents(sent)), norm(contents(out))
+			for _, f := range o.Facts {
+				ft := norm(f.Text)
+				if !strings.Contains(sentText, ft) {
+					continue
+				}
+				res.FactsSeen++
+				if strings.Contains(fwdText, ft) {
+					res.FactsKept++
+				} else if len(res.Lost) < 10 {
+					res.Lost = append(res.Lost, f.Kind+": "+f.Text)
+				}
+			}
+		}
 		cur := make([]string, len(out))
 		for j, m := range out {
 			cur[j] = m.Raw

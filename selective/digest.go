@@ -1,0 +1,460 @@
+package selective
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Kinds of digest.
+const (
+	KindFile    = "file"
+	KindLog     = "log"
+	KindSearch  = "search"
+	KindJSON    = "json"
+	KindGeneric = "generic"
+)
+
+// Input is one tool output to digest.
+type Input struct {
+	Tool    string // the tool's name, from the matching tool call
+	Args    string // the call's JSON arguments
+	Content string // the output text
+	// Later is text of the messages that followed the output (a fixed
+	// window of them), where error locations pointing into a file read are
+	// looked for.
+	Later string
+}
+
+var (
+	lineNumPrefix = regexp.MustCompile(`^\s*(\d+)(?:→|\t|: |│)`)
+	declaration   = regexp.MustCompile(`^(?:var|const|let)\s|^\s*(?:package\s|import\s|from\s+\S+\s+import\s|func\s|def\s|async\s+def\s|class\s|type\s|struct\s|interface\s|enum\s|trait\s|impl\b|(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s|(?:export\s+)?(?:default\s+)?(?:async\s+)?function\b|export\s+(?:const|class|interface|type)\s|module\s|#include\s|#define\s|(?:public|private|protected|static)\s.*[({]\s*$)`)
+	errorish      = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure|s)?\b|\bfatal\b|\bassert(ion)?\b|segmentation fault|undefined reference)`)
+	failingTest   = regexp.MustCompile(`(?:--- FAIL: (\S+)|^FAILED (\S+)|^FAIL: (\S+)|^ERROR: (\S+)|✗ (\S.*)|^\s*(\S+) \.\.\. (?:FAIL|ERROR))`)
+	passFailCount = regexp.MustCompile(`(?i)\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|tests?)\b|Tests run: \d+, Failures: \d+, Errors: \d+`)
+	goPkgResult   = regexp.MustCompile(`^(ok|FAIL|---)\s+\S+`)
+	exitLine      = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (?:code|status)[ :]*(-?\d+)|Process exited with code (-?\d+))`)
+	grepLine      = regexp.MustCompile(`^([^\s:][^:]*?):(\d+)[:-]`)
+	pathLine      = regexp.MustCompile(`^\.?/?[\w.@-]+(/[\w.@-]+)+/?$`)
+	testCommand   = regexp.MustCompile(`(?i)(\btest\b|pytest|jest|vitest|mocha|cargo (test|build|check)|go (test|build|vet)|\bmake\b|npm run|tsc\b|mvn|gradle|ctest|tox|unittest)`)
+	searchCommand = regexp.MustCompile(`(^|[\s|;&])(grep|rg|ag|find|fd|ls|tree|git grep|glob)\b`)
+	readCommand   = regexp.MustCompile(`^\s*(cat|head|tail|less|nl|sed -n|bat|view)\b`)
+	readTool      = regexp.MustCompile(`(?i)(read|open|view|cat|get_file|file_content|show)`)
+	searchTool    = regexp.MustCompile(`(?i)(grep|glob|find|search|list|ls\b|tree)`)
+)
+
+// keyArg is the argument that says what a call was about.
+func keyArg(args string) string {
+	a := gjson.Parse(args)
+	for _, k := range []string{"file_path", "path", "filename", "file", "notebook_path", "pattern", "query", "command", "cmd", "url"} {
+		if v := a.Get(k).String(); v != "" {
+			return oneLine(v, 120)
+		}
+	}
+	return ""
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// Classify picks the digest kind for an output.
+func Classify(in Input) string {
+	cmd := gjson.Get(in.Args, "command").String()
+	if cmd == "" {
+		cmd = gjson.Get(in.Args, "cmd").String()
+	}
+	trimmed := strings.TrimSpace(stripTags(in.Content))
+	switch {
+	case (strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")) && gjson.Valid(trimmed):
+		return KindJSON
+	case searchTool.MatchString(in.Tool) || (cmd != "" && searchCommand.MatchString(cmd) && !testCommand.MatchString(cmd)):
+		return KindSearch
+	case cmd != "" && testCommand.MatchString(cmd):
+		return KindLog
+	case readTool.MatchString(in.Tool) || (cmd != "" && readCommand.MatchString(cmd)):
+		return KindFile
+	}
+	lines := strings.Split(trimmed, "\n")
+	grep, decl, fail := 0, 0, 0
+	for _, l := range lines {
+		if grepLine.MatchString(l) || pathLine.MatchString(strings.TrimSpace(l)) {
+			grep++
+		}
+		if declaration.MatchString(stripLineNum(l)) {
+			decl++
+		}
+		if failingTest.MatchString(l) || passFailCount.MatchString(l) {
+			fail++
+		}
+	}
+	switch {
+	case fail > 0:
+		return KindLog
+	case grep*2 > len(lines):
+		return KindSearch
+	case decl > 2:
+		return KindFile
+	}
+	return KindGeneric
+}
+
+// stripTags removes mini-swe-agent's <returncode>/<output> wrappers.
+func stripTags(s string) string {
+	for _, t := range []string{"<output>", "</output>", "<warning>", "</warning>"} {
+		s = strings.ReplaceAll(s, t, "")
+	}
+	if i := strings.Index(s, "</returncode>"); i >= 0 && strings.HasPrefix(strings.TrimSpace(s), "<returncode>") {
+		s = s[i+len("</returncode>"):]
+	}
+	return s
+}
+
+func stripLineNum(l string) string {
+	if m := lineNumPrefix.FindStringIndex(l); m != nil {
+		return l[m[1]:]
+	}
+	return l
+}
+
+// Digest returns the body of a digest for in (without the marker line)
+// and its kind.
+func Digest(in Input) (string, string) {
+	kind := Classify(in)
+	var body string
+	switch kind {
+	case KindFile:
+		body = fileDigest(in)
+	case KindLog:
+		body = logDigest(in.Content)
+	case KindSearch:
+		body = searchDigest(in.Content)
+	case KindJSON:
+		body = jsonDigest(strings.TrimSpace(stripTags(in.Content)))
+	default:
+		body = genericDigest(in.Content)
+	}
+	return body, kind
+}
+
+func exitStatus(s string) string {
+	m := exitLine.FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	for _, g := range m[2:] {
+		if g != "" {
+			return g
+		}
+	}
+	return ""
+}
+
+// fileDigest: path, line count, outline with line numbers, and the lines
+// around locations later messages point at.
+func fileDigest(in Input) string {
+	content := stripTags(in.Content)
+	lines := strings.Split(strings.TrimRight(content, "\n"), "\n")
+	p := gjson.Get(in.Args, "file_path").String()
+	if p == "" {
+		p = gjson.Get(in.Args, "path").String()
+	}
+	if p == "" {
+		if m := regexp.MustCompile(`[\w./-]+\.\w+`).FindString(gjson.Get(in.Args, "command").String()); m != "" {
+			p = m
+		}
+	}
+	num := func(i int, l string) int {
+		if m := lineNumPrefix.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return i + 1
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "file %s, %d lines\n", p, len(lines))
+	// Lines referenced later as error locations: path:line or "line N".
+	refs := map[int]bool{}
+	if p != "" && in.Later != "" {
+		base := regexp.QuoteMeta(path.Base(p))
+		re := regexp.MustCompile(base + `(?:", line |:)(\d+)`)
+		for _, m := range re.FindAllStringSubmatch(in.Later, 50) {
+			n, _ := strconv.Atoi(m[1])
+			refs[n] = true
+		}
+	}
+	b.WriteString("outline:\n")
+	shown := 0
+	for i, l := range lines {
+		if declaration.MatchString(stripLineNum(l)) {
+			if shown < 120 {
+				fmt.Fprintf(&b, "%5d  %s\n", num(i, l), oneLine(stripLineNum(l), 160))
+			}
+			shown++
+		}
+	}
+	if shown > 120 {
+		fmt.Fprintf(&b, "  [… %d more declarations …]\n", shown-120)
+	}
+	if len(refs) > 0 {
+		b.WriteString("referenced later:\n")
+		var keep []int
+		for i, l := range lines {
+			n := num(i, l)
+			for d := -2; d <= 2; d++ {
+				if refs[n+d] {
+					keep = append(keep, i)
+					break
+				}
+			}
+		}
+		last := -2
+		for _, i := range keep {
+			if i != last+1 {
+				b.WriteString("  …\n")
+			}
+			fmt.Fprintf(&b, "%5d  %s\n", num(i, lines[i]), oneLine(stripLineNum(lines[i]), 200))
+			last = i
+		}
+	}
+	return b.String()
+}
+
+// logDigest: counts, failing tests, error lines with context, exit status.
+func logDigest(content string) string {
+	text := stripTags(content)
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	var b strings.Builder
+	fmt.Fprintf(&b, "log, %d lines", len(lines))
+	if st := exitStatus(content); st != "" {
+		fmt.Fprintf(&b, ", exit status %s", st)
+	}
+	b.WriteString("\n")
+	seen := map[string]bool{}
+	var counts, failing, pkgs []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		for _, m := range passFailCount.FindAllString(t, -1) {
+			if !seen[m] && len(counts) < 12 {
+				seen[m] = true
+				counts = append(counts, m)
+			}
+		}
+		if m := failingTest.FindStringSubmatch(t); m != nil {
+			for _, g := range m[1:] {
+				if g != "" && !seen["t:"+g] {
+					seen["t:"+g] = true
+					failing = append(failing, g)
+				}
+			}
+		}
+		if goPkgResult.MatchString(t) && strings.HasPrefix(t, "FAIL") && len(pkgs) < 20 {
+			pkgs = append(pkgs, oneLine(t, 120))
+		}
+	}
+	if len(counts) > 0 {
+		fmt.Fprintf(&b, "counts: %s\n", strings.Join(counts, ", "))
+	}
+	if len(failing) > 0 {
+		more := ""
+		if len(failing) > 40 {
+			more = fmt.Sprintf(" (+%d more)", len(failing)-40)
+			failing = failing[:40]
+		}
+		fmt.Fprintf(&b, "failing: %s%s\n", strings.Join(failing, ", "), more)
+	}
+	for _, p := range pkgs {
+		fmt.Fprintf(&b, "%s\n", p)
+	}
+	b.WriteString(errorBlocks(lines, 12, 2))
+	return b.String()
+}
+
+// errorBlocks keeps error-looking lines with ctx lines of context, at most
+// max blocks.
+func errorBlocks(lines []string, max, ctx int) string {
+	var b strings.Builder
+	blocks, last := 0, -1
+	for i, l := range lines {
+		if !errorish.MatchString(l) || i <= last {
+			continue
+		}
+		if blocks == max {
+			b.WriteString("[… more error lines condensed …]\n")
+			break
+		}
+		if blocks == 0 {
+			b.WriteString("errors:\n")
+		}
+		from, to := max0(i-ctx, last+1), min(len(lines), i+ctx+1)
+		if from > last+1 && last >= 0 {
+			b.WriteString("  …\n")
+		}
+		for j := from; j < to; j++ {
+			fmt.Fprintf(&b, "  %s\n", oneLine(lines[j], 240))
+		}
+		last = to - 1
+		blocks++
+	}
+	return b.String()
+}
+
+func max0(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// searchDigest: match and file counts, the files, the first matches.
+func searchDigest(content string) string {
+	text := strings.TrimSpace(stripTags(content))
+	lines := strings.Split(text, "\n")
+	files := map[string]int{}
+	var order []string
+	matches, withLines := 0, 0
+	for _, l := range lines {
+		f := ""
+		if m := grepLine.FindStringSubmatch(l); m != nil {
+			f = m[1]
+			withLines++
+		} else if pathLine.MatchString(strings.TrimSpace(l)) {
+			f = strings.TrimSpace(l)
+		}
+		if f == "" {
+			continue
+		}
+		matches++
+		if files[f] == 0 {
+			order = append(order, f)
+		}
+		files[f]++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "search results: %d matches in %d files (%d lines)\n", matches, len(files), len(lines))
+	if len(order) > 0 {
+		shown := order
+		if len(shown) > 40 {
+			shown = shown[:40]
+		}
+		b.WriteString("files: ")
+		for i, f := range shown {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if files[f] > 1 {
+				fmt.Fprintf(&b, "%s (%d)", f, files[f])
+			} else {
+				b.WriteString(f)
+			}
+		}
+		if len(order) > len(shown) {
+			fmt.Fprintf(&b, " (+%d more)", len(order)-len(shown))
+		}
+		b.WriteString("\n")
+	}
+	if withLines > 0 || len(order) == 0 {
+		// Matching lines say more than the file list; a plain list of
+		// paths is already above.
+		b.WriteString("first matches:\n")
+		for _, l := range lines[:min(len(lines), 10)] {
+			fmt.Fprintf(&b, "  %s\n", oneLine(l, 200))
+		}
+	}
+	return b.String()
+}
+
+// jsonDigest: the structure (keys and array lengths) with first and last
+// items.
+func jsonDigest(s string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "JSON, %d bytes\n", len(s))
+	describe(&b, gjson.Parse(s), "", 0)
+	return b.String()
+}
+
+func describe(b *strings.Builder, v gjson.Result, indent string, depth int) {
+	switch {
+	case v.IsObject():
+		keys := []string{}
+		v.ForEach(func(k, _ gjson.Result) bool { keys = append(keys, k.String()); return true })
+		if depth >= 3 {
+			fmt.Fprintf(b, "%sobject {%s}\n", indent, oneLine(strings.Join(keys, ", "), 200))
+			return
+		}
+		n := 0
+		v.ForEach(func(k, val gjson.Result) bool {
+			if n == 30 {
+				fmt.Fprintf(b, "%s[… %d more keys …]\n", indent, len(keys)-30)
+				return false
+			}
+			n++
+			if val.IsObject() || val.IsArray() {
+				fmt.Fprintf(b, "%s%s:\n", indent, k.String())
+				describe(b, val, indent+"  ", depth+1)
+			} else {
+				fmt.Fprintf(b, "%s%s: %s\n", indent, k.String(), oneLine(val.Raw, 80))
+			}
+			return true
+		})
+	case v.IsArray():
+		items := v.Array()
+		fmt.Fprintf(b, "%sarray[%d]\n", indent, len(items))
+		if len(items) == 0 || depth >= 3 {
+			return
+		}
+		fmt.Fprintf(b, "%sfirst: %s\n", indent, oneLine(items[0].Raw, 200))
+		if len(items) > 1 {
+			fmt.Fprintf(b, "%slast: %s\n", indent, oneLine(items[len(items)-1].Raw, 200))
+		}
+	default:
+		fmt.Fprintf(b, "%s%s\n", indent, oneLine(v.Raw, 200))
+	}
+}
+
+// genericDigest: head and tail lines around a condensed middle, plus the
+// error-looking lines of the middle.
+func genericDigest(content string) string {
+	text := strings.TrimRight(stripTags(content), "\n")
+	lines := strings.Split(text, "\n")
+	const head, tail = 15, 10
+	var b strings.Builder
+	if st := exitStatus(content); st != "" {
+		fmt.Fprintf(&b, "exit status %s\n", st)
+	}
+	if len(lines) <= head+tail {
+		// Few but long lines: cut each.
+		for _, l := range lines {
+			fmt.Fprintf(&b, "%s\n", oneLine(l, 300))
+		}
+		return b.String()
+	}
+	for _, l := range lines[:head] {
+		fmt.Fprintf(&b, "%s\n", oneLine(l, 300))
+	}
+	fmt.Fprintf(&b, "[… %d lines condensed …]\n", len(lines)-head-tail)
+	b.WriteString(errorBlocks(lines[head:len(lines)-tail], 8, 1))
+	for _, l := range lines[len(lines)-tail:] {
+		fmt.Fprintf(&b, "%s\n", oneLine(l, 300))
+	}
+	return b.String()
+}
+
+// quote renders s as a JSON string.
+func quote(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}

@@ -1,0 +1,364 @@
+// Package selective condenses a chat request surgically: it replaces the
+// content of large, old tool outputs with short digests and leaves every
+// other byte of the request as it was — every user and assistant message,
+// every small or recent tool result, the tools list, unknown fields, key
+// order and white space.
+//
+// The caller (package condense) hands over the raw body and a light view
+// of its messages; Apply picks the outputs to digest, oldest first, until
+// the requested number of tokens is freed, and splices the digests into
+// the body. Digests are deterministic (see digest.go), so an output
+// digested on one turn is digested identically on the next and the prefix
+// of the request stays byte-stable. The originals go to a store the caller
+// provides, under the id each digest names.
+//
+// A Condenser is safe for concurrent use.
+package selective
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+)
+
+// Message is the view of one message Apply needs.
+type Message struct {
+	Role     string
+	Raw      string // the message's raw JSON, as in the body
+	Start    int    // offset of Raw in the body
+	Tokens   int
+	ToolName string // tool messages: the name of the call answered
+	ToolArgs string // tool messages: that call's arguments
+}
+
+// Options configures a Condenser. Zero values pick the defaults.
+type Options struct {
+	// KeepRecentToolOutputs protects the newest tool outputs. Default 5;
+	// negative means 0.
+	KeepRecentToolOutputs int
+	// MinToolOutputTokens is the smallest output digested. Default 500.
+	MinToolOutputTokens int
+	// ExcludeTools are never digested.
+	ExcludeTools []string
+	// ClearToolInputs also shortens very large string arguments of old
+	// tool calls (a whole file passed to a write tool).
+	ClearToolInputs bool
+}
+
+// Cache keeps digests between requests.
+type Cache interface {
+	Get(ctx context.Context, key string) ([]byte, bool)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration)
+}
+
+// Condenser digests tool outputs.
+type Condenser struct {
+	opts  Options
+	count func(string) int
+	cache Cache // may be nil
+}
+
+// New returns a Condenser; count returns the tokens of a text.
+func New(opts Options, count func(string) int, cache Cache) *Condenser {
+	if opts.KeepRecentToolOutputs == 0 {
+		opts.KeepRecentToolOutputs = 5
+	}
+	if opts.KeepRecentToolOutputs < 0 {
+		opts.KeepRecentToolOutputs = 0
+	}
+	if opts.MinToolOutputTokens <= 0 {
+		opts.MinToolOutputTokens = 500
+	}
+	return &Condenser{opts: opts, count: count, cache: cache}
+}
+
+// Request is one Apply call.
+type Request struct {
+	Body     []byte
+	Messages []Message
+	// Need is the number of tokens to free. MinSavings is the step in which
+	// savings grow: the goal is Need rounded up to a multiple of it, so the
+	// set of digested outputs changes only every MinSavings tokens of
+	// growth, not a little every turn.
+	Need, MinSavings int
+	// Scope is the caller's scope, part of every cache key.
+	Scope string
+	// Keep stores the original behind a digest id (may be nil).
+	Keep func(id string, original []byte)
+}
+
+// Result is what Apply did.
+type Result struct {
+	Body     []byte // the patched body; Request.Body when nothing changed
+	Digested int    // outputs replaced by digests
+	Cleared  int    // tool-call arguments shortened
+	Saved    int    // tokens freed (estimated from the texts)
+	IDs      []string
+}
+
+type patch struct {
+	start, end int // byte range in the body
+	with       []byte
+}
+
+type candidate struct {
+	index   int
+	content gjson.Result
+	text    string
+	tokens  int // tokens of the text
+}
+
+// Apply digests outputs, oldest first, until the goal (r.Need rounded up
+// to a multiple of r.MinSavings) is freed or the candidates run out.
+func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
+	res := Result{Body: r.Body}
+	if r.Need <= 0 {
+		return res, nil
+	}
+	goal := r.Need
+	if r.MinSavings > 0 {
+		goal = (r.Need + r.MinSavings - 1) / r.MinSavings * r.MinSavings
+	}
+	var patches []patch
+	for _, cd := range c.candidates(r.Messages) {
+		if res.Saved >= goal {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return Result{Body: r.Body}, err
+		}
+		m := r.Messages[cd.index]
+		digest, id := c.digest(ctx, r, cd)
+		saved := cd.tokens - c.count(digest)
+		if saved <= 0 {
+			continue // a digest is never larger than its original
+		}
+		if r.Keep != nil {
+			r.Keep(id, []byte("["+m.Raw+"]"))
+		}
+		start := m.Start + cd.content.Index
+		patches = append(patches, patch{start, start + len(cd.content.Raw), quote(digest)})
+		res.Saved += saved
+		res.Digested++
+		res.IDs = append(res.IDs, id)
+	}
+	if c.opts.ClearToolInputs && res.Saved < goal {
+		ps, saved, ids := c.clearInputs(r, goal-res.Saved)
+		patches = append(patches, ps...)
+		res.Saved += saved
+		res.Cleared = len(ps)
+		res.IDs = append(res.IDs, ids...)
+	}
+	if len(patches) == 0 {
+		return res, nil
+	}
+	res.Body = splice(r.Body, patches)
+	return res, nil
+}
+
+// candidates lists the digestible outputs, oldest first: tool messages
+// before the protected newest ones, large enough, of a tool not excluded,
+// with no part marked cache_control.
+func (c *Condenser) candidates(msgs []Message) []candidate {
+	tools := 0
+	protectedFrom := len(msgs)
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "tool" {
+			if tools == c.opts.KeepRecentToolOutputs {
+				break
+			}
+			tools++
+			protectedFrom = i
+		}
+	}
+	if c.opts.KeepRecentToolOutputs == 0 {
+		protectedFrom = len(msgs)
+	}
+	var out []candidate
+	for i, m := range msgs[:protectedFrom] {
+		if m.Role != "tool" || m.Tokens < c.opts.MinToolOutputTokens || c.excluded(m.ToolName) {
+			continue
+		}
+		content := gjson.Get(m.Raw, "content")
+		var text string
+		switch {
+		case content.Type == gjson.String:
+			text = content.Str
+		case content.IsArray():
+			ok := true
+			var parts []string
+			content.ForEach(func(_, p gjson.Result) bool {
+				if p.Get("cache_control").Exists() || p.Get("type").Str != "text" {
+					ok = false
+					return false
+				}
+				parts = append(parts, p.Get("text").String())
+				return true
+			})
+			if !ok {
+				continue
+			}
+			text = strings.Join(parts, "\n")
+		default:
+			continue
+		}
+		if content.Index <= 0 {
+			continue
+		}
+		out = append(out, candidate{index: i, content: content, text: text, tokens: c.count(text)})
+	}
+	return out
+}
+
+func (c *Condenser) excluded(tool string) bool {
+	for _, t := range c.opts.ExcludeTools {
+		if strings.EqualFold(t, tool) {
+			return true
+		}
+	}
+	return false
+}
+
+// laterWindow is the text after message i up to and including the n-th
+// tool message after it: where error locations into a file read show up.
+// n is at most the number of protected recent outputs, so the window of
+// any candidate is already complete and its digest never changes.
+func laterWindow(msgs []Message, i, n int) string {
+	var b strings.Builder
+	tools := 0
+	if n <= 0 {
+		return ""
+	}
+	for _, m := range msgs[i+1:] {
+		if m.Role == "tool" || m.Role == "assistant" {
+			b.WriteString(gjson.Get(m.Raw, "content").String())
+			b.WriteByte('\n')
+		}
+		if m.Role == "tool" {
+			if tools++; tools == n {
+				break
+			}
+		}
+	}
+	return b.String()
+}
+
+// digest returns the digest text of a candidate (marker line first) and
+// its id, from the cache when it was made before.
+func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string, string) {
+	m := r.Messages[cd.index]
+	later := laterWindow(r.Messages, cd.index, min(5, c.opts.KeepRecentToolOutputs))
+	h := xxhash.New()
+	for _, s := range []string{m.ToolName, m.ToolArgs, cd.text, later} {
+		h.WriteString(s)
+		h.Write([]byte{0})
+	}
+	sum := h.Sum64()
+	id := fmt.Sprintf("d%016x", sum)
+	key := "dig:" + r.Scope + ":" + id
+	if c.cache != nil {
+		if v, ok := c.cache.Get(ctx, key); ok {
+			return string(v), id
+		}
+	}
+	body, kind := Digest(Input{Tool: m.ToolName, Args: m.ToolArgs, Content: cd.text, Later: later})
+	what := m.ToolName
+	if k := keyArg(m.ToolArgs); k != "" {
+		what += " " + k
+	}
+	lines := strings.Count(cd.text, "\n") + 1
+	text := fmt.Sprintf("[condense-proxy digest of %s — %s, original %d lines, %d tokens; id %s: GET /v1/condense/originals/%s]\n%s",
+		what, kind, lines, cd.tokens, id, id, strings.TrimRight(body, "\n"))
+	if c.cache != nil {
+		c.cache.Set(context.WithoutCancel(ctx), key, []byte(text), 24*time.Hour)
+	}
+	return text, id
+}
+
+// clearInputs shortens large string arguments of old tool calls: every
+// string value over 400 bytes becomes a marker; the arguments stay valid
+// JSON.
+func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
+	var patches []patch
+	var ids []string
+	saved := 0
+	last := lastAssistant(r.Messages)
+	for i, m := range r.Messages {
+		if saved >= goal || i >= last {
+			break
+		}
+		if m.Role != "assistant" {
+			continue
+		}
+		calls := gjson.Get(m.Raw, "tool_calls").Array()
+		for j := range calls {
+			path := fmt.Sprintf("tool_calls.%d.function.arguments", j)
+			argsRes := gjson.Get(m.Raw, path)
+			args := argsRes.String()
+			if len(args) < 4*c.opts.MinToolOutputTokens || !gjson.Valid(args) || argsRes.Index <= 0 {
+				continue
+			}
+			short := args
+			changed := false
+			gjson.Parse(args).ForEach(func(k, v gjson.Result) bool {
+				if v.Type == gjson.String && len(v.Str) > 400 {
+					id := fmt.Sprintf("a%016x", xxhash.Sum64String(v.Str))
+					marker := fmt.Sprintf("[condensed by condense-proxy: %d characters; id %s]", len(v.Str), id)
+					if s, err := sjson.Set(short, escapeKey(k.Str), marker); err == nil {
+						short = s
+						changed = true
+						ids = append(ids, id)
+						if r.Keep != nil {
+							r.Keep(id, quote(v.Str))
+						}
+					}
+				}
+				return true
+			})
+			if !changed {
+				continue
+			}
+			start := m.Start + argsRes.Index
+			patches = append(patches, patch{start, start + len(argsRes.Raw), quote(short)})
+			saved += c.count(args) - c.count(short)
+		}
+	}
+	return patches, saved, ids
+}
+
+func lastAssistant(msgs []Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return i
+		}
+	}
+	return 0
+}
+
+func escapeKey(k string) string {
+	r := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`)
+	return r.Replace(k)
+}
+
+// splice applies non-overlapping patches to body in one pass.
+func splice(body []byte, patches []patch) []byte {
+	sort.Slice(patches, func(i, j int) bool { return patches[i].start < patches[j].start })
+	grow := 0
+	for _, p := range patches {
+		grow += len(p.with) - (p.end - p.start)
+	}
+	out := make([]byte, 0, len(body)+max(grow, 0))
+	at := 0
+	for _, p := range patches {
+		out = append(out, body[at:p.start]...)
+		out = append(out, p.with...)
+		at = p.end
+	}
+	return append(out, body[at:]...)
+}

@@ -1,0 +1,224 @@
+package selective
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+var counter = tokenizer.New(tokenizer.Options{})
+
+func count(s string) int { return counter.Text(tokenizer.O200kBase, s) }
+
+// view builds Apply's message view of a body the way package condense
+// does.
+func view(t testing.TB, body []byte) []Message {
+	rc, err := counter.Request(tokenizer.O200kBase, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type call struct{ name, args string }
+	calls := map[string]call{}
+	var out []Message
+	for i, sp := range rc.Spans {
+		raw := string(body[sp[0]:sp[1]])
+		m := Message{Role: gjson.Get(raw, "role").Str, Raw: raw, Start: sp[0], Tokens: rc.Messages[i]}
+		gjson.Get(raw, "tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			calls[tc.Get("id").Str] = call{tc.Get("function.name").Str, tc.Get("function.arguments").String()}
+			return true
+		})
+		if m.Role == "tool" {
+			c := calls[gjson.Get(raw, "tool_call_id").Str]
+			m.ToolName, m.ToolArgs = c.name, c.args
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func bigLog(i int) string {
+	var b strings.Builder
+	for l := 0; l < 300; l++ {
+		fmt.Fprintf(&b, "=== RUN   TestThing%d_%d\n--- PASS: TestThing%d_%d (0.00s)\n", i, l, i, l)
+	}
+	fmt.Fprintf(&b, "--- FAIL: TestPlanted%d (0.01s)\n    planted_test.go:%d: planted error %d\nFAIL\nexit status 1\n", i, 100+i, i)
+	return b.String()
+}
+
+// session returns a raw body with n tool outputs, odd formatting, unknown
+// fields and a tools list, built by hand so the bytes are known.
+func session(n int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"model": "gpt-4o",  "x_unknown": {"keep": true}, "messages": [` + "\n")
+	b.WriteString(`  {"role": "system", "content": "You are an agent."},` + "\n")
+	b.WriteString(`  {"content": "Fix the tests.", "role": "user"}`)
+	for i := 0; i < n; i++ {
+		tool := "bash"
+		if i%4 == 3 {
+			tool = "todo"
+		}
+		args, _ := json.Marshal(map[string]string{"command": "go test ./..."})
+		fmt.Fprintf(&b, ",\n  {\"role\":\"assistant\",\"content\":\"run %d\",\"tool_calls\":[{\"id\":\"c%d\",\"type\":\"function\",\"function\":{\"name\":%q,\"arguments\":%s}}]}", i, i, tool, quote(string(args)))
+		content := quote(bigLog(i))
+		if i == 1 {
+			// A part list with cache_control must never be touched.
+			content = []byte(`[{"type":"text","text":` + string(quote(bigLog(i))) + `,"cache_control":{"type":"ephemeral"}}]`)
+		}
+		if i == 2 {
+			content = quote("small output")
+		}
+		fmt.Fprintf(&b, ",\n  {\"role\":\"tool\", \"tool_call_id\":\"c%d\",  \"content\": %s}", i, content)
+	}
+	b.WriteString("\n], \"tools\": [{\"type\":\"function\",\"function\":{\"name\":\"bash\",\"parameters\":{}}}], \"stream\": true}")
+	return b.Bytes()
+}
+
+func TestApplyIsSurgical(t *testing.T) {
+	body := session(12)
+	msgs := view(t, body)
+	c := New(Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200, ExcludeTools: []string{"todo"}}, count, nil)
+	kept := map[string][]byte{}
+	res, err := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 1 << 30, Scope: "s",
+		Keep: func(id string, o []byte) { kept[id] = o }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gjson.ValidBytes(res.Body) {
+		t.Fatal("patched body is not JSON")
+	}
+	out := view(t, res.Body)
+	if len(out) != len(msgs) {
+		t.Fatalf("%d messages, want %d", len(out), len(msgs))
+	}
+	digested := 0
+	for i := range msgs {
+		in, o := msgs[i], out[i]
+		changed := in.Raw != o.Raw
+		idx := (i - 3) / 2 // tool output number for tool messages
+		wantChanged := in.Role == "tool" && idx != 1 && idx != 2 && idx%4 != 3 && idx < 12-3
+		if changed != wantChanged {
+			t.Errorf("message %d (%s, output %d): changed %v, want %v", i, in.Role, idx, changed, wantChanged)
+		}
+		if changed {
+			digested++
+			// Only the content changed: the rest of the message is identical.
+			ci := gjson.Get(in.Raw, "content")
+			co := gjson.Get(o.Raw, "content")
+			if in.Raw[:ci.Index] != o.Raw[:co.Index] || in.Raw[ci.Index+len(ci.Raw):] != o.Raw[co.Index+len(co.Raw):] {
+				t.Errorf("message %d: bytes outside content changed", i)
+			}
+			if !strings.HasPrefix(co.Str, "[condense-proxy digest of bash") || !strings.Contains(co.Str, fmt.Sprintf("TestPlanted%d", idx)) {
+				t.Errorf("message %d digest lacks marker or planted failing test:\n%.400s", i, co.Str)
+			}
+			if len(co.Str) >= len(ci.Str) {
+				t.Errorf("message %d: digest larger than original", i)
+			}
+		}
+	}
+	if digested != res.Digested || digested != len(kept) {
+		t.Errorf("digested %d, reported %d, originals kept %d", digested, res.Digested, len(kept))
+	}
+	// Every byte outside the messages is identical.
+	rc0, _ := counter.Request(tokenizer.O200kBase, body)
+	rc1, _ := counter.Request(tokenizer.O200kBase, res.Body)
+	if !bytes.Equal(body[:rc0.Spans[0][0]], res.Body[:rc1.Spans[0][0]]) {
+		t.Error("bytes before the messages changed")
+	}
+	last0, last1 := rc0.Spans[len(rc0.Spans)-1][1], rc1.Spans[len(rc1.Spans)-1][1]
+	if !bytes.Equal(body[last0:], res.Body[last1:]) {
+		t.Error("bytes after the messages changed")
+	}
+	for id, o := range kept {
+		if !gjson.ValidBytes(o) || !strings.Contains(string(o), "TestPlanted") {
+			t.Errorf("original %s not kept whole", id)
+		}
+	}
+}
+
+func TestApplyOldestFirstAndMinSavings(t *testing.T) {
+	body := session(12)
+	msgs := view(t, body)
+	c := New(Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200}, count, nil)
+	small, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 10, Scope: "s"})
+	if small.Digested != 1 {
+		t.Fatalf("need 10 digested %d outputs, want 1 (the oldest)", small.Digested)
+	}
+	if gjson.GetBytes(small.Body, "messages.3.content").Str == gjson.GetBytes(body, "messages.3.content").Str {
+		t.Error("the oldest output was not the one digested")
+	}
+	withMin, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 10, MinSavings: 10000, Scope: "s"})
+	if withMin.Digested <= small.Digested || withMin.Saved < 10000 {
+		t.Errorf("min savings not honoured: %d digested, %d saved", withMin.Digested, withMin.Saved)
+	}
+	none, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 0, Scope: "s"})
+	if none.Digested != 0 || &none.Body[0] != &body[0] {
+		t.Error("need 0 changed the body")
+	}
+}
+
+// TestMonotoneAcrossTurns: as the session grows, an output digested on one
+// turn is digested identically on the next.
+func TestMonotoneAcrossTurns(t *testing.T) {
+	c := New(Options{KeepRecentToolOutputs: 2, MinToolOutputTokens: 200}, count, nil)
+	var prev []Message
+	for n := 6; n <= 14; n++ {
+		body := session(n)
+		res, _ := c.Apply(context.Background(), Request{Body: body, Messages: view(t, body), Need: 2000 * n, Scope: "s"})
+		out := view(t, res.Body)
+		for i := range prev {
+			if prev[i].Raw != out[i].Raw && strings.Contains(prev[i].Raw, "condense-proxy digest") {
+				t.Fatalf("turn %d: message %d digested differently than before", n, i)
+			}
+			if strings.Contains(prev[i].Raw, "condense-proxy digest") && !strings.Contains(out[i].Raw, "condense-proxy digest") {
+				t.Fatalf("turn %d: message %d no longer digested", n, i)
+			}
+		}
+		prev = out
+	}
+}
+
+func TestClearToolInputs(t *testing.T) {
+	big := strings.Repeat("package main\n\nfunc main() {}\n", 200)
+	args, _ := json.Marshal(map[string]string{"path": "main.go", "content": big})
+	body := []byte(`{"messages":[{"role":"user","content":"write it"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"w1","type":"function","function":{"name":"write_file","arguments":` + string(quote(string(args))) + `}}]},` +
+		`{"role":"tool","tool_call_id":"w1","content":"ok"},{"role":"assistant","content":"done"},{"role":"user","content":"next"}]}`)
+	c := New(Options{MinToolOutputTokens: 100, ClearToolInputs: true}, count, nil)
+	res, _ := c.Apply(context.Background(), Request{Body: body, Messages: view(t, body), Need: 100, Scope: "s"})
+	if res.Cleared != 1 {
+		t.Fatalf("cleared %d", res.Cleared)
+	}
+	a := gjson.GetBytes(res.Body, "messages.1.tool_calls.0.function.arguments").Str
+	if !gjson.Valid(a) || gjson.Get(a, "path").Str != "main.go" || !strings.Contains(gjson.Get(a, "content").Str, "condensed by condense-proxy") {
+		t.Fatalf("arguments %s", a)
+	}
+}
+
+func FuzzApply(f *testing.F) {
+	f.Add(session(3), 5, 1)
+	f.Add([]byte(`{"messages":[{"role":"tool","content":[1,2]},{"role":"tool","content":{"a":1}}]}`), 1, 0)
+	f.Fuzz(func(t *testing.T, body []byte, need, keep int) {
+		if _, err := counter.Request(tokenizer.O200kBase, body); err != nil {
+			return
+		}
+		msgs := view(t, body)
+		c := New(Options{KeepRecentToolOutputs: keep % 4, MinToolOutputTokens: 1}, count, nil)
+		res, err := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: need, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !gjson.ValidBytes(res.Body) {
+			t.Fatalf("invalid JSON out of valid JSON:\n%s", res.Body)
+		}
+		if len(view(t, res.Body)) != len(msgs) {
+			t.Fatal("message count changed")
+		}
+	})
+}
