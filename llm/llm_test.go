@@ -42,7 +42,9 @@ func TestCompleteFailures(t *testing.T) {
 		"status":  func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) },
 		"garbage": func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "<html>") },
 		"empty":   func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"choices":[]}`) },
-		"blank":   func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"choices":[{"message":{"content":" "}}]}`) },
+		"blank": func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"choices":[{"message":{"content":" "}}]}`)
+		},
 	}
 	for name, h := range tests {
 		srv := httptest.NewServer(h)

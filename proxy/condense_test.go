@@ -138,7 +138,7 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 				})
 			}
 			s.setUpstream(t, up)
-			resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a"})
+			resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 || resp.Header.Get(HeaderApplied) == "none" || resp.Header.Get(HeaderDegraded) == "" {
@@ -153,7 +153,7 @@ func TestSummarizerTimeoutThroughProxy(t *testing.T) {
 	s := newStack(t, 32000, "llm", func(o *stackOptions) { o.summaryTimeout = 100 * time.Millisecond })
 	s.fake.Summarize = func([]byte) (int, string) { time.Sleep(2 * time.Second); return 200, "late" }
 	start := time.Now()
-	resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 13), nil)
+	resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 13), map[string]string{"X-Condense-Mode": "full"})
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(HeaderDegraded), "summarizer") {
 		t.Fatalf("status %d degraded %q", resp.StatusCode, resp.Header.Get(HeaderDegraded))
@@ -184,7 +184,8 @@ func TestPrepareAhead(t *testing.T) {
 	if under == nil || over == nil {
 		t.Fatal("session has no request in the prepare band and one over the threshold")
 	}
-	resp := post(t, s.proxy.URL+"/v1/chat/completions", under, nil)
+	full := map[string]string{"X-Condense-Mode": "full"}
+	resp := post(t, s.proxy.URL+"/v1/chat/completions", under, full)
 	resp.Body.Close()
 	if resp.Header.Get(HeaderApplied) != "none" {
 		t.Fatalf("under-threshold request condensed: %s", resp.Header.Get(HeaderApplied))
@@ -195,7 +196,7 @@ func TestPrepareAhead(t *testing.T) {
 	if len(s.fake.TakeSummaries()) == 0 {
 		t.Fatal("no summaries prepared ahead")
 	}
-	resp = post(t, s.proxy.URL+"/v1/chat/completions", over, nil)
+	resp = post(t, s.proxy.URL+"/v1/chat/completions", over, full)
 	resp.Body.Close()
 	if resp.Header.Get(HeaderApplied) != "full" || resp.Header.Get(HeaderCache) != "hit" {
 		t.Errorf("crossing request: applied %q cache %q", resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderCache))

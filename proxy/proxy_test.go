@@ -216,7 +216,7 @@ func TestUpstreamBasePathIsPrefix(t *testing.T) {
 	up := httptest.NewServer(fake)
 	defer up.Close()
 	u, _ := url.Parse(up.URL + "/litellm")
-	p := httptest.NewServer(New(Options{Upstream: u, Condenser: testEngine()}))
+	p := httptest.NewServer(New(Options{Upstream: u, Condenser: testEngine(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer p.Close()
 	resp := post(t, p.URL+"/v1/chat/completions", []byte(chatBody), nil)
 	resp.Body.Close()
