@@ -98,7 +98,7 @@ func TestChunkBoundariesStableAsSessionGrows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conv, err := parseConversation(gjson.GetBytes(b, "messages"), rc.Messages)
+			conv, err := parseConversation(rawMessages(b), rc.Messages, rc.Fields)
 			if err != nil {
 				// a prefix may cut between a call and its answers; skip those
 				continue
@@ -121,7 +121,7 @@ func TestParseRejectsBrokenPairs(t *testing.T) {
 		"unknown role":    `[{"role":"user","content":"x"},{"role":"robot","content":"y"}]`,
 	}
 	for name, msgs := range tests {
-		if _, err := parseConversation(gjson.Parse(msgs), nil); !errors.Is(err, errInvalid) {
+		if _, err := parseConversation(rawMessages([]byte(`{"messages":`+msgs+`}`)), nil, nil); !errors.Is(err, errInvalid) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -300,4 +300,13 @@ func TestSingleflight(t *testing.T) {
 	if chunks > levels+2 {
 		t.Errorf("%d summarizer calls for %d summaries: concurrent requests duplicated work", chunks, levels)
 	}
+}
+
+func rawMessages(body []byte) []string {
+	var out []string
+	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
+		out = append(out, m.Raw)
+		return true
+	})
+	return out
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 	"golang.org/x/sync/singleflight"
@@ -387,7 +388,14 @@ func (e *Engine) prepareAt(lim ModelLimits) int {
 
 // parse splits the request's messages into head and steps.
 func (e *Engine) parse(rq *job, rc tokenizer.RequestCount) error {
-	conv, err := parseConversation(gjson.GetBytes(rq.body, "messages"), rc.Messages)
+	// The body is never modified (a condensed body is a new slice), so the
+	// messages are views into it, not copies.
+	js := unsafe.String(unsafe.SliceData(rq.body), len(rq.body))
+	raws := make([]string, len(rc.Spans))
+	for i, sp := range rc.Spans {
+		raws[i] = js[sp[0]:sp[1]]
+	}
+	conv, err := parseConversation(raws, rc.Messages, rc.Fields)
 	if err != nil {
 		return err
 	}

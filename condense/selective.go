@@ -27,7 +27,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report, a
 				return true
 			})
 		}
-		msgs[i] = selective.Message{Role: m.role, Raw: m.raw, Start: rq.counts.Spans[i][0], Tokens: m.tokens}
+		msgs[i] = selective.Message{Role: m.role, Raw: m.raw, Start: rq.counts.Spans[i][0], Tokens: m.tokens, Content: m.content}
 		if m.role == "tool" {
 			msgs[i].ToolName, msgs[i].ToolArgs = calls[m.callID].name, calls[m.callID].args
 		}

@@ -7,16 +7,19 @@ import (
 	"fmt"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
 // msg is one message of the request: its raw bytes and what the planner
 // needs of it.
 type msg struct {
-	raw    string
-	role   string
-	tokens int
-	callID string   // tool messages: the call answered
-	calls  []string // assistant messages: the tool call ids
+	raw     string
+	role    string
+	tokens  int
+	callID  string   // tool messages: the call answered
+	calls   []string // assistant messages: the tool call ids
+	content [2]int   // span of the content value in raw ({0,0}: none)
 }
 
 // step is the unit cuts respect: a user (or system) message alone, or an
@@ -35,29 +38,44 @@ type conversation struct {
 
 var errInvalid = errors.New("conversation is not valid for the API")
 
-// parseConversation splits messages into head and steps, and checks the
-// pairing rules the API enforces. tokens holds each message's count.
-func parseConversation(messages gjson.Result, tokens []int) (*conversation, error) {
-	c := &conversation{}
-	i := 0
-	messages.ForEach(func(_, m gjson.Result) bool {
-		mm := msg{raw: m.Raw, role: m.Get("role").Str}
+func parseSpan(raw string, sp [2]int) gjson.Result {
+	if sp[1] == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Parse(raw[sp[0]:sp[1]])
+}
+
+// parseConversation splits messages (raw JSON each) into head and steps,
+// and checks the pairing rules the API enforces. tokens holds each
+// message's count; fields, each message's field spans (from the request
+// scan; nil: found here). The content is skipped over, never decoded.
+func parseConversation(raws []string, tokens []int, fields []tokenizer.MessageFields) (*conversation, error) {
+	c := &conversation{msgs: make([]msg, 0, len(raws))}
+	keys := []string{"role", "content", "tool_call_id", "tool_calls"}
+	spans := make([][2]int, len(keys))
+	for i, raw := range raws {
+		var f tokenizer.MessageFields
+		if i < len(fields) {
+			f = fields[i]
+		} else {
+			tokenizer.FieldSpans(raw, keys, spans)
+			f = tokenizer.MessageFields{Role: spans[0], Content: spans[1], ToolCallID: spans[2], ToolCalls: spans[3]}
+		}
+		mm := msg{raw: raw, role: parseSpan(raw, f.Role).Str, content: f.Content}
 		if i < len(tokens) {
 			mm.tokens = tokens[i]
 		}
 		if mm.role == "tool" {
-			mm.callID = m.Get("tool_call_id").Str
+			mm.callID = parseSpan(raw, f.ToolCallID).Str
 		}
 		if mm.role == "assistant" {
-			m.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
+			parseSpan(raw, f.ToolCalls).ForEach(func(_, tc gjson.Result) bool {
 				mm.calls = append(mm.calls, tc.Get("id").Str)
 				return true
 			})
 		}
 		c.msgs = append(c.msgs, mm)
-		i++
-		return true
-	})
+	}
 	// Head: leading system/developer messages, then the first user message.
 	h := 0
 	for h < len(c.msgs) && (c.msgs[h].role == "system" || c.msgs[h].role == "developer") {

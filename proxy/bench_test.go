@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
 func sizedChat(size int) []byte {
@@ -49,7 +52,12 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 	tr := NewTransport(TransportOptions{})
 	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, Transport: tr})
 	defer bare.Close()
-	ours := httptest.NewServer(New(Options{Upstream: u, Condenser: testEngine(), Transport: tr,
+	// A window large enough that every body stays under the threshold:
+	// this measures pass-through, not condensing.
+	big := condense.New(condense.Deps{Counter: tokenizer.New(tokenizer.Options{}), Models: condense.ModelsFunc(func(string) condense.ModelLimits {
+		return condense.ModelLimits{Window: 4_000_000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+	})}, condense.Options{})
+	ours := httptest.NewServer(New(Options{Upstream: u, Condenser: big, Transport: tr,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer ours.Close()
 	client := &http.Client{Transport: NewTransport(TransportOptions{})}
@@ -64,6 +72,9 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			b.Fatalf("status %d", resp.StatusCode)
+		}
+		if a := resp.Header.Get(HeaderApplied); a != "" && a != "none" {
+			b.Fatalf("condensed (%s): not a pass-through", a)
 		}
 		return time.Since(t0)
 	}

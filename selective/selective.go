@@ -25,6 +25,8 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
 // Message is the view of one message Apply needs.
@@ -35,6 +37,9 @@ type Message struct {
 	Tokens   int
 	ToolName string // tool messages: the name of the call answered
 	ToolArgs string // tool messages: that call's arguments
+	// Content is the span of the content value within Raw, if the caller
+	// already knows it ({0, 0}: Apply finds it).
+	Content [2]int
 }
 
 // Options configures a Condenser. Zero values pick the defaults.
@@ -108,10 +113,24 @@ type patch struct {
 }
 
 type candidate struct {
-	index   int
-	content gjson.Result
-	text    string
-	tokens  int // tokens of the text
+	index      int
+	start, end int    // the content value's span within the message
+	raw        string // the content value, raw JSON
+	tokens     int    // the message's tokens
+}
+
+// text is the candidate's content as text (string, or text parts joined).
+func (cd candidate) text() string {
+	v := gjson.Parse(cd.raw)
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	var parts []string
+	v.ForEach(func(_, p gjson.Result) bool {
+		parts = append(parts, p.Get("text").String())
+		return true
+	})
+	return strings.Join(parts, "\n")
 }
 
 // Apply digests outputs, oldest first, until the goal (r.Need rounded up
@@ -142,8 +161,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		if r.Keep != nil {
 			r.Keep(id, []byte("["+m.Raw+"]"))
 		}
-		start := m.Start + cd.content.Index
-		patches = append(patches, patch{start, start + len(cd.content.Raw), quote(digest)})
+		patches = append(patches, patch{m.Start + cd.start, m.Start + cd.end, quote(digest)})
 		res.Saved += saved
 		res.Digested++
 		res.IDs = append(res.IDs, id)
@@ -185,33 +203,35 @@ func (c *Condenser) candidates(msgs []Message) []candidate {
 		if m.Role != "tool" || m.Tokens < c.opts.MinToolOutputTokens || c.excluded(m.ToolName) {
 			continue
 		}
-		content := gjson.Get(m.Raw, "content")
-		var text string
-		switch {
-		case content.Type == gjson.String:
-			text = content.Str
-		case content.IsArray():
+		start, end := m.Content[0], m.Content[1]
+		if end == 0 {
+			var found bool
+			if start, end, found = tokenizer.FieldSpan(m.Raw, "content"); !found {
+				continue
+			}
+		}
+		if start == 0 {
+			continue
+		}
+		raw := m.Raw[start:end]
+		switch raw[0] {
+		case '"':
+		case '[':
 			ok := true
-			var parts []string
-			content.ForEach(func(_, p gjson.Result) bool {
+			gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
 				if p.Get("cache_control").Exists() || p.Get("type").Str != "text" {
 					ok = false
 					return false
 				}
-				parts = append(parts, p.Get("text").String())
 				return true
 			})
 			if !ok {
 				continue
 			}
-			text = strings.Join(parts, "\n")
 		default:
 			continue
 		}
-		if content.Index <= 0 {
-			continue
-		}
-		out = append(out, candidate{index: i, content: content, text: text, tokens: c.count(text)})
+		out = append(out, candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens})
 	}
 	return out
 }
@@ -225,25 +245,31 @@ func (c *Condenser) excluded(tool string) bool {
 	return false
 }
 
-// laterWindow is the text after message i up to and including the n-th
-// tool message after it: where error locations into a file read show up.
-// n is at most the number of protected recent outputs, so the window of
-// any candidate is already complete and its digest never changes.
-func laterWindow(msgs []Message, i, n int) string {
-	var b strings.Builder
-	tools := 0
+// laterWindow is the messages after message i up to and including the
+// n-th tool message after it: where error locations into a file read show
+// up. n is at most the number of protected recent outputs, so the window
+// of any candidate is already complete and its digest never changes.
+func laterWindow(msgs []Message, i, n int) []Message {
 	if n <= 0 {
-		return ""
+		return nil
 	}
-	for _, m := range msgs[i+1:] {
+	tools := 0
+	for j, m := range msgs[i+1:] {
+		if m.Role == "tool" {
+			if tools++; tools == n {
+				return msgs[i+1 : i+2+j]
+			}
+		}
+	}
+	return msgs[i+1:]
+}
+
+func windowText(ms []Message) string {
+	var b strings.Builder
+	for _, m := range ms {
 		if m.Role == "tool" || m.Role == "assistant" {
 			b.WriteString(gjson.Get(m.Raw, "content").String())
 			b.WriteByte('\n')
-		}
-		if m.Role == "tool" {
-			if tools++; tools == n {
-				break
-			}
 		}
 	}
 	return b.String()
@@ -254,9 +280,15 @@ func laterWindow(msgs []Message, i, n int) string {
 func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string, string) {
 	m := r.Messages[cd.index]
 	later := laterWindow(r.Messages, cd.index, min(5, c.opts.KeepRecentToolOutputs))
+	// The key hashes raw bytes: nothing is decoded unless the digest has
+	// to be made.
 	h := xxhash.New()
-	for _, s := range []string{m.ToolName, m.ToolArgs, cd.text, later} {
+	for _, s := range []string{m.ToolName, m.ToolArgs, cd.raw} {
 		h.WriteString(s)
+		h.Write([]byte{0})
+	}
+	for _, l := range later {
+		h.WriteString(l.Raw)
 		h.Write([]byte{0})
 	}
 	sum := h.Sum64()
@@ -267,18 +299,19 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 			return string(v), id
 		}
 	}
-	body, kind := Digest(Input{Tool: m.ToolName, Args: m.ToolArgs, Content: cd.text, Later: later})
+	text := cd.text()
+	body, kind := Digest(Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later)})
 	what := m.ToolName
 	if k := keyArg(m.ToolArgs); k != "" {
 		what += " " + k
 	}
-	lines := strings.Count(cd.text, "\n") + 1
-	text := fmt.Sprintf("[condense-proxy digest of %s — %s, original %d lines, %d tokens; id %s: GET /v1/condense/originals/%s]\n%s",
+	lines := strings.Count(text, "\n") + 1
+	out := fmt.Sprintf("[condense-proxy digest of %s — %s, original %d lines, %d tokens; id %s: GET /v1/condense/originals/%s]\n%s",
 		what, kind, lines, cd.tokens, id, id, strings.TrimRight(body, "\n"))
 	if c.cache != nil {
-		c.cache.Set(context.WithoutCancel(ctx), key, []byte(text), 24*time.Hour)
+		c.cache.Set(context.WithoutCancel(ctx), key, []byte(out), 24*time.Hour)
 	}
-	return text, id
+	return out, id
 }
 
 // clearInputs shortens large string arguments of old tool calls: every

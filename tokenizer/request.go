@@ -30,6 +30,9 @@ type RequestCount struct {
 	Messages []int
 	// Spans holds each message's [start, end) byte offsets in the body.
 	Spans [][2]int
+	// Fields holds the spans of each message's main fields, relative to
+	// the message's start.
+	Fields []MessageFields
 	// Tools is the count of the tools (and functions) definitions.
 	Tools int
 	// CacheHits is how many messages were counted from the cache.
@@ -46,7 +49,7 @@ func (c *Counter) Request(encoding string, body []byte) (RequestCount, error) {
 	if !sc.valid || !sc.object || !sc.hasMessages {
 		return RequestCount{}, ErrNotChat
 	}
-	rc := RequestCount{Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages}
+	rc := RequestCount{Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields}
 	for _, sp := range sc.messages {
 		n, hit := c.MessageRaw(encoding, js[sp[0]:sp[1]])
 		rc.Messages = append(rc.Messages, n)

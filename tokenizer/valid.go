@@ -3,7 +3,12 @@ package tokenizer
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
+
+// littleEndian selects str's direct word loads; elsewhere the bytes are
+// assembled portably.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // Valid reports whether s is one well-formed JSON value (RFC 8259, with
 // surrounding white space). It is a fast equivalent of encoding/json.Valid
@@ -29,7 +34,14 @@ func (p *validator) run() bool {
 type chatScan struct {
 	valid, object, hasMessages bool
 	messages                   [][2]int // [start, end) of each element
-	tools, functions           [2]int   // [start, end) of the value, or zero
+	fields                     []MessageFields
+	tools, functions           [2]int // [start, end) of the value, or zero
+}
+
+// MessageFields are the spans of a message's main fields, relative to the
+// message's own start ({0, 0}: absent).
+type MessageFields struct {
+	Role, Content, ToolCallID, ToolCalls [2]int
 }
 
 // scanChat validates s and records the spans of a chat request's parts,
@@ -44,9 +56,11 @@ func scanChat(s string) chatScan {
 const maxDepth = 10000
 
 type validator struct {
-	s    string
-	i    int
-	scan *chatScan // nil: validate only
+	s     string
+	i     int
+	scan  *chatScan      // nil: validate only
+	cur   *MessageFields // the message being scanned, while in messages
+	curAt int            // its start
 }
 
 func (p *validator) ws() {
@@ -90,12 +104,30 @@ func (p *validator) value(depth int) bool {
 			p.i++
 			p.ws()
 			valStart := p.i
+			cur := p.cur
+			if depth == 2 && cur != nil {
+				p.cur = nil // nested objects are not messages
+			}
 			if depth == 0 && p.scan != nil && key == `"messages"` && p.i < len(p.s) && p.s[p.i] == '[' {
 				if !p.elements(depth + 1) {
 					return false
 				}
 			} else if !p.value(depth + 1) {
 				return false
+			}
+			if depth == 2 && cur != nil {
+				p.cur = cur
+				sp := [2]int{valStart - p.curAt, p.i - p.curAt}
+				switch key {
+				case `"role"`:
+					cur.Role = sp
+				case `"content"`:
+					cur.Content = sp
+				case `"tool_call_id"`:
+					cur.ToolCallID = sp
+				case `"tool_calls"`:
+					cur.ToolCalls = sp
+				}
 			}
 			if depth == 0 && p.scan != nil {
 				switch key {
@@ -161,6 +193,7 @@ func (p *validator) elements(depth int) bool {
 	sc := p.scan
 	sc.hasMessages = true
 	sc.messages = sc.messages[:0]
+	sc.fields = sc.fields[:0]
 	p.i++ // [
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == ']' {
@@ -169,10 +202,15 @@ func (p *validator) elements(depth int) bool {
 	}
 	for {
 		start := p.i
-		if !p.value(depth + 1) {
+		var f MessageFields
+		p.cur, p.curAt = &f, start
+		ok := p.value(depth + 1)
+		p.cur = nil
+		if !ok {
 			return false
 		}
 		sc.messages = append(sc.messages, [2]int{start, p.i})
+		sc.fields = append(sc.fields, f)
 		p.ws()
 		if p.i >= len(p.s) {
 			return false
@@ -257,15 +295,24 @@ func special(w uint64) uint64 {
 func (p *validator) str() bool {
 	p.i++ // opening quote
 	s := p.s
+	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
-		for p.i+8 <= len(s) {
-			m := special(binary.LittleEndian.Uint64([]byte(s[p.i : p.i+8])))
-			if m != 0 {
-				p.i += bits.TrailingZeros64(m) / 8
+		// Eight bytes at a time; the loads stay inside s (i+8 <= len).
+		i, n := p.i, len(s)
+		for i+8 <= n {
+			var w uint64
+			if littleEndian {
+				w = *(*uint64)(unsafe.Add(base, i))
+			} else {
+				w = binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(base, i)), 8))
+			}
+			if m := special(w); m != 0 {
+				i += bits.TrailingZeros64(m) / 8
 				break
 			}
-			p.i += 8
+			i += 8
 		}
+		p.i = i
 		if p.i >= len(s) {
 			return false
 		}
@@ -299,5 +346,70 @@ func (p *validator) str() bool {
 		default:
 			p.i++
 		}
+	}
+}
+
+// FieldSpan finds key among the top-level fields of the JSON object obj
+// and returns the [start, end) span of its raw value, without decoding
+// anything. ok is false when obj is not a well-formed object or has no
+// such key (the last occurrence wins when a key repeats).
+func FieldSpan(obj, key string) (start, end int, ok bool) {
+	var sp [1][2]int
+	if !FieldSpans(obj, []string{key}, sp[:]) || sp[0][1] == 0 {
+		return 0, 0, false
+	}
+	return sp[0][0], sp[0][1], true
+}
+
+// FieldSpans is FieldSpan for several keys in one pass: spans[i] gets the
+// span of keys[i] ({0, 0} when absent). It reports whether obj is a
+// well-formed object.
+func FieldSpans(obj string, keys []string, spans [][2]int) bool {
+	for i := range spans {
+		spans[i] = [2]int{}
+	}
+	p := &validator{s: obj}
+	p.ws()
+	if p.i >= len(obj) || obj[p.i] != '{' {
+		return false
+	}
+	p.i++
+	p.ws()
+	if p.i < len(obj) && obj[p.i] == '}' {
+		return true
+	}
+	for {
+		ks := p.i
+		if p.i >= len(obj) || obj[p.i] != '"' || !p.str() {
+			return false
+		}
+		k := obj[ks+1 : p.i-1]
+		p.ws()
+		if p.i >= len(obj) || obj[p.i] != ':' {
+			return false
+		}
+		p.i++
+		p.ws()
+		vs := p.i
+		if !p.value(1) {
+			return false
+		}
+		for i, key := range keys {
+			if k == key {
+				spans[i] = [2]int{vs, p.i}
+			}
+		}
+		p.ws()
+		if p.i >= len(obj) {
+			return false
+		}
+		if obj[p.i] == '}' {
+			return true
+		}
+		if obj[p.i] != ',' {
+			return false
+		}
+		p.i++
+		p.ws()
 	}
 }

@@ -44,7 +44,38 @@ func TestScanChatSpans(t *testing.T) {
 	if got := s[sc.tools[0]:sc.tools[1]]; got != `[{"type":"function"}]` {
 		t.Errorf("tools span %q", got)
 	}
+	f := sc.fields[0]
+	m := s[sc.messages[0][0]:sc.messages[0][1]]
+	if m[f.Role[0]:f.Role[1]] != `"user"` || m[f.Content[0]:f.Content[1]] != `"a"` || f.ToolCalls != [2]int{} {
+		t.Errorf("fields %+v of %s", f, m)
+	}
+	sc2 := scanChat(`{"messages":[{"role":"assistant","tool_calls":[{"id":"x","function":{"role":"no","content":"no"}}],"content":null},{"role":"tool","tool_call_id":"x","content":"y"}]}`)
+	f0, f1 := sc2.fields[0], sc2.fields[1]
+	if f0.Role[1]-f0.Role[0] != len(`"assistant"`) || f0.ToolCalls == [2]int{} || f0.Content[1]-f0.Content[0] != 4 || f1.ToolCallID[1]-f1.ToolCallID[0] != 3 {
+		t.Errorf("fields %+v %+v", f0, f1)
+	}
 	if sc := scanChat(`[{"messages":[]}]`); sc.object || sc.hasMessages {
 		t.Errorf("array root scanned as chat: %+v", sc)
+	}
+}
+
+func TestFieldSpan(t *testing.T) {
+	obj := `{"role":"tool", "content" : "a\"b\nc", "tool_call_id":"x1","n":{"content":"inner"}}`
+	s, e, ok := FieldSpan(obj, "content")
+	if !ok || obj[s:e] != `"a\"b\nc"` {
+		t.Errorf("content span %q %v", obj[s:e], ok)
+	}
+	s, e, ok = FieldSpan(obj, "tool_call_id")
+	if !ok || obj[s:e] != `"x1"` {
+		t.Errorf("tool_call_id span %q", obj[s:e])
+	}
+	if _, _, ok := FieldSpan(obj, "missing"); ok {
+		t.Error("missing key found")
+	}
+	if _, _, ok := FieldSpan(`[1]`, "a"); ok {
+		t.Error("array treated as object")
+	}
+	if _, _, ok := FieldSpan(`{"a":1`, "a"); ok {
+		t.Error("truncated object accepted")
 	}
 }
