@@ -216,3 +216,45 @@ func TestReplayAuto(t *testing.T) {
 	}
 	t.Logf("auto: %v, facts kept %d/%d, stability %.3f", modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
 }
+
+// TestReplayCorpusSelective replays the shared corpus in selective mode at
+// a 32k window (so most sessions condense) and checks the facts detectable
+// in real sessions (error lines in tool outputs, paths in tool calls, the
+// task) survive.
+func TestReplayCorpusSelective(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("shared corpus absent")
+	}
+	files, err := corpus.Files(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, kept := 0, 0
+	for _, f := range files {
+		sess, err := corpus.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newStack(t, 32000, "llm")
+		res, err := replay.Run(context.Background(), sess, s.fake, s.counter, replay.Options{
+			ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: "selective", APIKey: "sk-replay", Window: 32000, Every: 3,
+			Facts: corpus.DetectFacts(sess),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rejected != 0 {
+			t.Errorf("%s: %d rejected", res.Session, res.Rejected)
+		}
+		// Only requests condensed selectively count: a request that also
+		// needed the sliding window loses whole messages by design.
+		sel := res.FactsByApplied["selective"]
+		seen += sel[0]
+		kept += sel[1]
+		t.Logf("%s: selective requests kept %d/%d facts; all condensed requests %v", res.Session, sel[1], sel[0], res.FactsByApplied)
+	}
+	if seen == 0 || float64(kept) < 0.95*float64(seen) {
+		t.Errorf("corpus facts kept %d of %d in selectively condensed requests (< 95%%)", kept, seen)
+	}
+}

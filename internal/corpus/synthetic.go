@@ -110,17 +110,29 @@ func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
 }
 
 var (
-	errorLine = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure)?\b)`)
-	pathArg   = regexp.MustCompile(`"(?:file_path|path|filename)"\s*:\s*"([^"]{3,200})"`)
+	// errorLine matches what a runtime, a compiler or a test runner prints
+	// when something went wrong — not code that mentions errors.
+	errorLine = regexp.MustCompile(`^(?:\w+(?:\.\w+)*(?:Error|Exception)(?::|$)|Traceback \(most recent call last\)|FAILED\s|--- FAIL:|FAIL:\s|E\s{2,}\S|panic:|fatal error:|\S+:\d+(?::\d+)?:\s*(?:fatal\s+)?error:|error(?:\[\w+\])?:\s)`)
+	lineNumber = regexp.MustCompile(`^\s*\d+(?:→|\t|[:-])`)
+	readCall   = regexp.MustCompile(`(?i)("name":\s*"(read|view|open)|\b(cat|head|tail|nl|less|sed -n|grep|rg|find)\b)`)
+	pathArg    = regexp.MustCompile(`"(?:file_path|path|filename)"\s*:\s*"([^"]{3,200})"`)
 )
 
 // DetectFacts finds facts a real session carries that condensing should
-// keep: the task (first user message, first line), error lines in tool
-// outputs (at most 3 per output, 8 to 160 characters) and the file paths
-// named in tool-call arguments.
+// keep: the task (first user message, first line), the error lines that
+// commands printed (runtime errors, compiler errors, failing tests — at most
+// 3 per output, 8 to 160 characters, not from file reads or searches, where
+// "error" is just code) and the file paths named in tool-call arguments.
 func DetectFacts(s *Session) []Fact {
 	var facts []Fact
 	seen := map[string]bool{}
+	calls := map[string]string{} // call id -> the call, as JSON
+	for _, m := range s.Messages {
+		for _, c := range m.ToolCalls {
+			b, _ := json.Marshal(c.Function)
+			calls[c.ID] = string(b)
+		}
+	}
 	add := func(kind, text string) {
 		text = strings.TrimSpace(text)
 		if len(text) < 8 || len(text) > 160 || seen[text] {
@@ -134,11 +146,12 @@ func DetectFacts(s *Session) []Fact {
 		case m.Role == "user" && i == 1 && m.Content != nil:
 			first, _, _ := strings.Cut(strings.TrimSpace(*m.Content), "\n")
 			add("task", first)
-		case m.Role == "tool" && m.Content != nil:
+		case m.Role == "tool" && m.Content != nil && !readCall.MatchString(calls[m.ToolCallID]):
 			n := 0
 			for _, l := range strings.Split(*m.Content, "\n") {
-				if errorLine.MatchString(l) && n < 3 {
-					add("error", l)
+				t := strings.TrimSpace(l)
+				if !lineNumber.MatchString(l) && errorLine.MatchString(t) && n < 3 {
+					add("error", t)
 					n++
 				}
 			}

@@ -76,8 +76,10 @@ type Result struct {
 	LatencyP50         time.Duration
 	LatencyP99         time.Duration
 	// Facts: over condensed requests, facts present in the sent request
-	// (FactsSeen) and still present in the forwarded one (FactsKept).
+	// (FactsSeen) and still present in the forwarded one (FactsKept); the
+	// same split by the X-Condense-Applied of the request.
 	FactsSeen, FactsKept int
+	FactsByApplied       map[string][2]int `json:",omitempty"` // applied -> {seen, kept}
 	// Lost lists a few facts that were dropped, for diagnosis.
 	Lost []string `json:",omitempty"`
 }
@@ -197,12 +199,19 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 				if !strings.Contains(sentText, ft) {
 					continue
 				}
+				if res.FactsByApplied == nil {
+					res.FactsByApplied = map[string][2]int{}
+				}
+				by := res.FactsByApplied[rq.Applied]
 				res.FactsSeen++
+				by[0]++
 				if strings.Contains(fwdText, ft) {
 					res.FactsKept++
+					by[1]++
 				} else if len(res.Lost) < 10 {
-					res.Lost = append(res.Lost, f.Kind+": "+f.Text)
+					res.Lost = append(res.Lost, rq.Applied+" "+f.Kind+": "+f.Text)
 				}
+				res.FactsByApplied[rq.Applied] = by
 			}
 		}
 		cur := make([]string, len(out))
