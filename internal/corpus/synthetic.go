@@ -112,7 +112,7 @@ func Synthetic(seed int64, targetChars int) (*Session, []Fact) {
 var (
 	// errorLine matches what a runtime, a compiler or a test runner prints
 	// when something went wrong — not code that mentions errors.
-	errorLine = regexp.MustCompile(`^(?:\w+(?:\.\w+)*(?:Error|Exception)(?::|$)|Traceback \(most recent call last\)|FAILED\s|--- FAIL:|FAIL:\s|E\s{2,}\S|panic:|fatal error:|\S+:\d+(?::\d+)?:\s*(?:fatal\s+)?error:|error(?:\[\w+\])?:\s)`)
+	errorLine  = regexp.MustCompile(`^(?:\w+(?:\.\w+)*(?:Error|Exception)(?::|$)|Traceback \(most recent call last\)|FAILED\s|--- FAIL:|FAIL:\s|E\s{2,}\S|panic:|fatal error:|\S+:\d+(?::\d+)?:\s*(?:fatal\s+)?error:|error(?:\[\w+\])?:\s)`)
 	lineNumber = regexp.MustCompile(`^\s*\d+(?:→|\t|[:-])`)
 	readCall   = regexp.MustCompile(`(?i)("name":\s*"(read|view|open)|\b(cat|head|tail|nl|less|sed -n|grep|rg|find)\b)`)
 	pathArg    = regexp.MustCompile(`"(?:file_path|path|filename)"\s*:\s*"([^"]{3,200})"`)
