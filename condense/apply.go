@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -187,6 +188,9 @@ func (e *Engine) prepare(rq *job, rc tokenizer.RequestCount) {
 	if e.cache == nil {
 		return
 	}
+	// The work outlives the request, whose body buffer may be reused: it
+	// runs on its own copy.
+	rq.body = bytes.Clone(rq.body)
 	if err := e.parse(rq, rc); err != nil || len(rq.conv.steps) == 0 {
 		return
 	}

@@ -22,7 +22,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tidwall/gjson"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/condense-proxy/condense-proxy/selective"
@@ -276,9 +275,12 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	r := &res.Report
 	defer func() { r.Duration = timeNow().Sub(start) }()
 
-	model := gjson.GetBytes(req.Body, "model").String()
-	lim := e.models.Limits(model)
-	rc, err := e.counter.Request(lim.Encoding, req.Body)
+	var lim ModelLimits
+	rc, err := e.counter.RequestFor(req.Body, func(model string) string {
+		lim = e.models.Limits(model)
+		return lim.Encoding
+	})
+	model := rc.Model
 	if errors.Is(err, tokenizer.ErrNotChat) {
 		r.Reason = "not a chat request; forwarded unchanged"
 		return res, nil

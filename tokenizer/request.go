@@ -23,6 +23,8 @@ const (
 
 // RequestCount is the token count of one chat-completions request.
 type RequestCount struct {
+	// Model is the request's model field ("" when absent).
+	Model string
 	// Total is what the request costs as input: messages, tools and the
 	// reply priming.
 	Total int
@@ -42,6 +44,13 @@ type RequestCount struct {
 // Request counts the tokens of a chat-completions request body. It returns
 // ErrNotChat when body is not a JSON object with a messages array.
 func (c *Counter) Request(encoding string, body []byte) (RequestCount, error) {
+	return c.RequestFor(body, func(string) string { return encoding })
+}
+
+// RequestFor is Request with the encoding chosen from the body's model:
+// encodingFor gets the model name (found in the same scan) and returns the
+// encoding to count with.
+func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string) (RequestCount, error) {
 	// The body is only read while Request runs, so it is viewed as a
 	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
@@ -49,7 +58,12 @@ func (c *Counter) Request(encoding string, body []byte) (RequestCount, error) {
 	if !sc.valid || !sc.object || !sc.hasMessages {
 		return RequestCount{}, ErrNotChat
 	}
-	rc := RequestCount{Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields}
+	model := ""
+	if sc.model[1] > 0 {
+		model = gjson.Parse(js[sc.model[0]:sc.model[1]]).String()
+	}
+	encoding := encodingFor(model)
+	rc := RequestCount{Model: model, Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields}
 	for _, sp := range sc.messages {
 		n, hit := c.MessageRaw(encoding, js[sp[0]:sp[1]])
 		rc.Messages = append(rc.Messages, n)

@@ -36,6 +36,7 @@ type chatScan struct {
 	messages                   [][2]int // [start, end) of each element
 	fields                     []MessageFields
 	tools, functions           [2]int // [start, end) of the value, or zero
+	model                      [2]int // [start, end) of the model value, or zero
 }
 
 // MessageFields are the spans of a message's main fields, relative to the
@@ -135,6 +136,8 @@ func (p *validator) value(depth int) bool {
 					p.scan.tools = [2]int{valStart, p.i}
 				case `"functions"`:
 					p.scan.functions = [2]int{valStart, p.i}
+				case `"model"`:
+					p.scan.model = [2]int{valStart, p.i}
 				}
 			}
 			p.ws()
