@@ -1,4 +1,4 @@
-package proxy
+package e2e_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
 // longBody is a synthetic session's full request, well over a 32k window.
@@ -40,23 +41,23 @@ func forwarded(t *testing.T, fake *fakeupstream.Server) []byte {
 func TestFullCondensingThroughProxy(t *testing.T) {
 	s := newStack(t, 32000, "llm")
 	body := longBody(t, 11)
-	resp := post(t, s.proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
+	resp := post(t, s.Proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	h := resp.Header
-	if h.Get(HeaderApplied) != "full" || h.Get(HeaderCache) != "miss" || !regexp.MustCompile(`^l\d=\d`).MatchString(h.Get(HeaderSummaries)) {
-		t.Fatalf("headers: applied %q cache %q summaries %q degraded %q", h.Get(HeaderApplied), h.Get(HeaderCache), h.Get(HeaderSummaries), h.Get(HeaderDegraded))
+	if h.Get(proxy.HeaderApplied) != "full" || h.Get(proxy.HeaderCache) != "miss" || !regexp.MustCompile(`^l\d=\d`).MatchString(h.Get(proxy.HeaderSummaries)) {
+		t.Fatalf("headers: applied %q cache %q summaries %q degraded %q", h.Get(proxy.HeaderApplied), h.Get(proxy.HeaderCache), h.Get(proxy.HeaderSummaries), h.Get(proxy.HeaderDegraded))
 	}
-	fwd := forwarded(t, s.fake)
+	fwd := forwarded(t, s.Fake)
 	validateBody(t, fwd)
-	summaryCalls := len(s.fake.TakeSummaries())
+	summaryCalls := len(s.Fake.TakeSummaries())
 	if summaryCalls == 0 {
 		t.Fatal("no summarizer call reached the upstream")
 	}
-	for _, r := range s.fake.Received() {
+	for _, r := range s.Fake.Received() {
 		if fakeupstream.IsSummaryRequest(r.Body) && r.Header.Get("Authorization") != "Bearer sk-a" {
 			t.Error("summarizer call not made with the caller's own key")
 		}
@@ -64,13 +65,13 @@ func TestFullCondensingThroughProxy(t *testing.T) {
 
 	// The same request again: every summary comes from the cache, the
 	// forwarded body is byte-identical.
-	s.fake.Reset()
-	resp = post(t, s.proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
+	s.Fake.Reset()
+	resp = post(t, s.Proxy.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
 	resp.Body.Close()
-	if resp.Header.Get(HeaderCache) != "hit" || len(s.fake.TakeSummaries()) != 0 {
-		t.Errorf("second request: cache %q", resp.Header.Get(HeaderCache))
+	if resp.Header.Get(proxy.HeaderCache) != "hit" || len(s.Fake.TakeSummaries()) != 0 {
+		t.Errorf("second request: cache %q", resp.Header.Get(proxy.HeaderCache))
 	}
-	if again := forwarded(t, s.fake); string(again) != string(fwd) {
+	if again := forwarded(t, s.Fake); string(again) != string(fwd) {
 		t.Error("condensed body not byte-stable between identical requests")
 	}
 
@@ -82,7 +83,7 @@ func TestFullCondensingThroughProxy(t *testing.T) {
 		t.Fatalf("no level-1 summary id in %.300s", summary)
 	}
 	get := func(key string) (int, []byte) {
-		req, _ := http.NewRequest("GET", s.proxy.URL+"/v1/condense/originals/"+m[1], nil)
+		req, _ := http.NewRequest("GET", s.Proxy.URL+"/v1/condense/originals/"+m[1], nil)
 		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -123,9 +124,9 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newStack(t, 32000, "llm")
 			if fn != nil {
-				s.fake.Summarize = fn
+				s.Fake.Summarize = fn
 			}
-			var up http.Handler = s.fake
+			var up http.Handler = s.Fake
 			if name == "garbage" {
 				up = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					b, _ := io.ReadAll(r.Body)
@@ -134,29 +135,29 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 						return
 					}
 					r.Body = io.NopCloser(strings.NewReader(string(b)))
-					s.fake.ServeHTTP(w, r)
+					s.Fake.ServeHTTP(w, r)
 				})
 			}
-			s.setUpstream(t, up)
-			resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
+			s.SetUpstream(up)
+			resp := post(t, s.Proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get(HeaderApplied) == "none" || resp.Header.Get(HeaderDegraded) == "" {
-				t.Fatalf("status %d applied %q degraded %q", resp.StatusCode, resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderDegraded))
+			if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderApplied) == "none" || resp.Header.Get(proxy.HeaderDegraded) == "" {
+				t.Fatalf("status %d applied %q degraded %q", resp.StatusCode, resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderDegraded))
 			}
-			validateBody(t, forwarded(t, s.fake))
+			validateBody(t, forwarded(t, s.Fake))
 		})
 	}
 }
 
 func TestSummarizerTimeoutThroughProxy(t *testing.T) {
 	s := newStack(t, 32000, "llm", func(o *stackOptions) { o.summaryTimeout = 100 * time.Millisecond })
-	s.fake.Summarize = func([]byte) (int, string) { time.Sleep(2 * time.Second); return 200, "late" }
+	s.Fake.Summarize = func([]byte) (int, string) { time.Sleep(2 * time.Second); return 200, "late" }
 	start := time.Now()
-	resp := post(t, s.proxy.URL+"/v1/chat/completions", longBody(t, 13), map[string]string{"X-Condense-Mode": "full"})
+	resp := post(t, s.Proxy.URL+"/v1/chat/completions", longBody(t, 13), map[string]string{"X-Condense-Mode": "full"})
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(HeaderDegraded), "summarizer") {
-		t.Fatalf("status %d degraded %q", resp.StatusCode, resp.Header.Get(HeaderDegraded))
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "summarizer") {
+		t.Fatalf("status %d degraded %q", resp.StatusCode, resp.Header.Get(proxy.HeaderDegraded))
 	}
 	if time.Since(start) > 1900*time.Millisecond {
 		t.Error("request waited for the hung summarizer past its timeout")
@@ -173,7 +174,7 @@ func TestPrepareAhead(t *testing.T) {
 	var under, over []byte
 	for _, n := range ends {
 		b, _ := sess.Request("gpt-4o", n)
-		rc, _ := s.counter.Request("o200k_base", b)
+		rc, _ := s.Counter.Request("o200k_base", b)
 		switch {
 		case rc.Total > 92000 && rc.Total < 100000 && under == nil:
 			under = b
@@ -185,23 +186,23 @@ func TestPrepareAhead(t *testing.T) {
 		t.Fatal("session has no request in the prepare band and one over the threshold")
 	}
 	full := map[string]string{"X-Condense-Mode": "full"}
-	resp := post(t, s.proxy.URL+"/v1/chat/completions", under, full)
+	resp := post(t, s.Proxy.URL+"/v1/chat/completions", under, full)
 	resp.Body.Close()
-	if resp.Header.Get(HeaderApplied) != "none" {
-		t.Fatalf("under-threshold request condensed: %s", resp.Header.Get(HeaderApplied))
+	if resp.Header.Get(proxy.HeaderApplied) != "none" {
+		t.Fatalf("under-threshold request condensed: %s", resp.Header.Get(proxy.HeaderApplied))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s.engine.Close(ctx) // wait for the background work
-	if len(s.fake.TakeSummaries()) == 0 {
+	s.Engine.Close(ctx) // wait for the background work
+	if len(s.Fake.TakeSummaries()) == 0 {
 		t.Fatal("no summaries prepared ahead")
 	}
-	resp = post(t, s.proxy.URL+"/v1/chat/completions", over, full)
+	resp = post(t, s.Proxy.URL+"/v1/chat/completions", over, full)
 	resp.Body.Close()
-	if resp.Header.Get(HeaderApplied) != "full" || resp.Header.Get(HeaderCache) != "hit" {
-		t.Errorf("crossing request: applied %q cache %q", resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderCache))
+	if resp.Header.Get(proxy.HeaderApplied) != "full" || resp.Header.Get(proxy.HeaderCache) != "hit" {
+		t.Errorf("crossing request: applied %q cache %q", resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderCache))
 	}
-	if n := len(s.fake.TakeSummaries()); n != 0 {
+	if n := len(s.Fake.TakeSummaries()); n != 0 {
 		t.Errorf("crossing request waited for %d summarizer calls", n)
 	}
 }

@@ -1,65 +1,22 @@
-package proxy
+package e2e_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/condense-proxy/condense-proxy/cache"
-	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
-	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/replay"
-	"github.com/condense-proxy/condense-proxy/llm"
-	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
-// stack is a proxy with a real engine and LLM summarizer in front of the
-// strict fake upstream, whose summarizer answers are canned.
-type stack struct {
-	fake     *fakeupstream.Server
-	proxy    *httptest.Server
-	engine   *condense.Engine
-	counter  *tokenizer.Counter
-	upstream *switchable
-}
-
-// switchable lets a test put another handler in front of the fake.
-type switchable struct {
-	mu sync.Mutex
-	h  http.Handler
-}
-
-func (s *switchable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	h := s.h
-	s.mu.Unlock()
-	h.ServeHTTP(w, r)
-}
-
-func (s *stack) setUpstream(t testing.TB, h http.Handler) {
-	s.upstream.mu.Lock()
-	s.upstream.h = h
-	s.upstream.mu.Unlock()
-}
+// stack is a harness.Stack with the helpers these tests share.
+type stack struct{ *harness.Stack }
 
 type stackOptions struct {
 	summaryTimeout time.Duration
-}
-
-func cannedSummary(body []byte) (int, string) {
-	h := sha256.Sum256(body)
-	return 200, fmt.Sprintf("## Task and intent\n- continue the task (canned summary %x)\n## Current state and progress\n- work in progress\n## Pending work and next steps\n- keep going", h[:6])
 }
 
 func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOptions)) *stack {
@@ -67,43 +24,16 @@ func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOp
 	for _, o := range opts {
 		o(&so)
 	}
-	fake := fakeupstream.New()
-	fake.Summarize = cannedSummary
-	sw := &switchable{h: fake}
-	up := httptest.NewServer(sw)
-	t.Cleanup(up.Close)
-	u, _ := url.Parse(up.URL)
-	counter := tokenizer.New(tokenizer.Options{})
-	client := &llm.Client{BaseURL: u}
-	var sum condense.Summarizer
-	if summarizer == "llm" {
-		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
-			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
-		})
-	}
-	eng := condense.New(condense.Deps{
-		Counter: counter,
-		Models: condense.ModelsFunc(func(string) condense.ModelLimits {
-			return condense.ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1, Known: true}
-		}),
-		Cache:      cache.NewMemory(512 << 20),
-		Summarizer: sum,
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, condense.Options{Summarizer: summarizer, SummaryTimeout: so.summaryTimeout, SelectiveEnabled: true})
-	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Originals: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
-	t.Cleanup(p.Close)
-	return &stack{fake: fake, proxy: p, engine: eng, counter: counter, upstream: sw}
+	s := harness.New(harness.Options{Window: window, Summarizer: summarizer, SummaryTimeout: so.summaryTimeout})
+	t.Cleanup(s.Close)
+	return &stack{s}
 }
 
 func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int, facts ...corpus.Fact) *replay.Result {
 	t.Helper()
-	res, err := replay.Run(context.Background(), sess, s.fake, s.counter, replay.Options{
-		ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every, Facts: facts,
-		Drain: func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			s.engine.Close(ctx)
-		},
+	res, err := replay.Run(context.Background(), sess, s.Fake, s.Counter, replay.Options{
+		ProxyURL: s.Proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every, Facts: facts,
+		Drain: s.Drain,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -237,8 +167,8 @@ func TestReplayCorpusSelective(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := newStack(t, 32000, "llm")
-		res, err := replay.Run(context.Background(), sess, s.fake, s.counter, replay.Options{
-			ProxyURL: s.proxy.URL, Model: "gpt-4o", Mode: "selective", APIKey: "sk-replay", Window: 32000, Every: 3,
+		res, err := replay.Run(context.Background(), sess, s.Fake, s.Counter, replay.Options{
+			ProxyURL: s.Proxy.URL, Model: "gpt-4o", Mode: "selective", APIKey: "sk-replay", Window: 32000, Every: 3,
 			Facts: corpus.DetectFacts(sess),
 		})
 		if err != nil {
