@@ -45,6 +45,7 @@ var (
 	searchCommand = regexp.MustCompile(`(^|[\s|;&])(grep|rg|ag|find|fd|ls|tree|git grep|glob)\b`)
 	readCommand   = regexp.MustCompile(`^\s*(cat|head|tail|less|nl|sed -n|bat|view)\b`)
 	readTool      = regexp.MustCompile(`(?i)(read|open|view|cat|get_file|file_content|show)`)
+	runCommand    = regexp.MustCompile(`(?:^|[\s;&|(])(?:python3?|node|deno|bun|go run|cargo run|ruby|php|java|dotnet|perl|bash|sh|\./[\w.-]+|npx|npm|yarn|pnpm)\s`)
 	searchTool    = regexp.MustCompile(`(?i)(grep|glob|find|search|list|ls\b|tree)`)
 )
 
@@ -87,6 +88,11 @@ func Classify(in Input) string {
 		return KindLog
 	case readTool.MatchString(in.Tool) || (cmd != "" && readCommand.MatchString(cmd)):
 		return KindFile
+	case strings.Contains(trimmed, "Traceback (most recent call last)") || (exitStatus(in.Content) != "" && exitStatus(in.Content) != "0"):
+		return KindLog
+	case cmd != "" && runCommand.MatchString(cmd+" "):
+		// A program was run: its output is a log, even when it quotes code.
+		return KindLog
 	}
 	lines := strings.Split(trimmed, "\n")
 	grep, decl, fail := 0, 0, 0

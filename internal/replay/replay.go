@@ -58,6 +58,8 @@ type Request struct {
 	LastVerbatim bool
 	PrefixKept   float64 // share of the previous forwarded messages kept as identical prefix; -1 for the first
 	Degraded     string
+	Cache        string // X-Condense-Cache
+	FwdCounted   int    // tokens of the forwarded body, counted here
 }
 
 // Result is the measurement of a replayed session.
@@ -164,7 +166,8 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		rq := Request{Messages: n, Status: resp.StatusCode, Latency: time.Since(t0), PrefixKept: -1,
-			Applied: resp.Header.Get("X-Condense-Applied"), Degraded: resp.Header.Get("X-Condense-Degraded")}
+			Applied: resp.Header.Get("X-Condense-Applied"), Degraded: resp.Header.Get("X-Condense-Degraded"),
+			Cache: resp.Header.Get("X-Condense-Cache")}
 		rq.TokensSent, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-Before"))
 		rq.TokensFwd, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-After"))
 		if resp.StatusCode != http.StatusOK {
@@ -186,6 +189,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 			return nil, fmt.Errorf("request %d: forwarded body does not parse: %w", i, err)
 		}
 		res.MaxForwarded = max(res.MaxForwarded, rc.Total)
+		rq.FwdCounted = rc.Total
 		res.SentTokens += rq.TokensSent
 		res.ForwardedTokens += rq.TokensFwd
 		sent := gjson.GetBytes(body, "messages").Array()

@@ -1,0 +1,257 @@
+// Package eval replays agent sessions through an in-process condense-proxy
+// in several modes and reports what a user choosing a context proxy asks:
+// does it break my agent (rejected requests, requests over the window,
+// head or last message lost), how much does it save (tokens sent,
+// forwarded, spent on summaries), and what does my agent still know
+// afterwards (facts kept, prefix stability).
+//
+// cmd/condense-eval is the command-line front; the CI runs a short
+// version through the tests of this package.
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/harness"
+	"github.com/condense-proxy/condense-proxy/internal/replay"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+// Mode is one way of running the proxy.
+type Mode struct {
+	Name       string // as reported
+	Header     string // X-Condense-Mode
+	Summarizer string // llm (canned answers) or extractive
+}
+
+// Modes are the modes evaluated by default.
+var Modes = []Mode{
+	{"off", "off", "extractive"},
+	{"full-extractive", "full", "extractive"},
+	{"full-llm", "full", "llm"},
+	{"selective", "selective", "llm"},
+	{"auto", "auto", "llm"},
+}
+
+// Source is one session to replay.
+type Source struct {
+	// Spec is a file path or "synthetic:SEED:CHARS".
+	Spec   string
+	Window int
+}
+
+// Config configures Run.
+type Config struct {
+	Sources   []Source
+	Modes     []Mode
+	Threshold float64 // default 0.8
+	// Every replays every n-th request only (1: all).
+	Every int
+	// Log receives one line per session and mode; nil: none.
+	Log func(format string, args ...any)
+}
+
+// Row is one session replayed in one mode.
+type Row struct {
+	Session          string  `json:"session"`
+	Mode             string  `json:"mode"`
+	Window           int     `json:"window"`
+	Requests         int     `json:"requests"`
+	Condensed        int     `json:"condensed"`
+	Rejected         int     `json:"rejected"`
+	MaxForwarded     int     `json:"max_forwarded"`
+	HeadLost         int     `json:"head_lost"`
+	LastLost         int     `json:"last_lost"`
+	OverWindow       int     `json:"over_window"`
+	TokensSent       int     `json:"tokens_sent"`
+	TokensForwarded  int     `json:"tokens_forwarded"`
+	SummarizerTokens int     `json:"summarizer_tokens"`
+	Saved            float64 `json:"saved"` // 1 - (forwarded + summarizer) / sent
+	SummarizerCalls  int     `json:"summarizer_calls"`
+	CacheHitRate     float64 `json:"cache_hit_rate"` // over requests that used summaries; -1: none
+	PrefixStability  float64 `json:"prefix_stability"`
+	FactsSeen        int     `json:"facts_seen"` // over all condensed requests
+	FactsKept        int     `json:"facts_kept"`
+	// Over the requests condensed selectively only (a sliding window
+	// drops whole messages by design).
+	SelectiveFactsSeen int `json:"selective_facts_seen"`
+	SelectiveFactsKept int `json:"selective_facts_kept"`
+	LatencyP50Ms     float64 `json:"latency_p50_ms"`
+	LatencyP99Ms     float64 `json:"latency_p99_ms"`
+	AddedP50Ms       float64 `json:"added_p50_ms"` // versus mode off on the same session
+	Sent             []int   `json:"sent_series"`
+	Forwarded        []int   `json:"forwarded_series"`
+}
+
+// Report is the outcome of Run.
+type Report struct {
+	Threshold float64  `json:"threshold"`
+	Rows      []Row    `json:"rows"`
+	Skipped   []string `json:"skipped,omitempty"` // files that could not be read, with the reason
+	Generated string   `json:"generated"`
+}
+
+// load reads a Source.
+func load(src Source) (*corpus.Session, []corpus.Fact, error) {
+	if rest, ok := strings.CutPrefix(src.Spec, "synthetic:"); ok {
+		seedS, charsS, _ := strings.Cut(rest, ":")
+		seed, err1 := strconv.ParseInt(seedS, 10, 64)
+		chars, err2 := strconv.Atoi(charsS)
+		if err1 != nil || err2 != nil || chars <= 0 {
+			return nil, nil, fmt.Errorf("%s: want synthetic:SEED:CHARS", src.Spec)
+		}
+		s, facts := corpus.Synthetic(seed, chars)
+		return s, facts, nil
+	}
+	s, err := corpus.Load(src.Spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, corpus.DetectFacts(s), nil
+}
+
+// Run replays every source in every mode. Unreadable sources are reported
+// in Skipped and the rest still run.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Threshold <= 0 {
+		cfg.Threshold = 0.8
+	}
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = Modes
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = 1
+	}
+	logf := cfg.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	rep := &Report{Threshold: cfg.Threshold, Generated: time.Now().UTC().Format("2006-01-02")}
+	counter := tokenizer.New(tokenizer.Options{})
+	for _, src := range cfg.Sources {
+		sess, facts, err := load(src)
+		if err != nil {
+			rep.Skipped = append(rep.Skipped, err.Error())
+			logf("skipped: %v", err)
+			continue
+		}
+		var offP50 float64 = -1
+		for _, m := range cfg.Modes {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Summarizer: m.Summarizer, Counter: counter})
+			res, err := replay.Run(ctx, sess, st.Fake, counter, replay.Options{
+				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
+				Every: cfg.Every, Facts: facts, Drain: st.Drain,
+			})
+			st.Close()
+			if err != nil {
+				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
+			}
+			row := summarize(res, m.Name, src.Window)
+			if m.Name == "off" {
+				offP50 = row.LatencyP50Ms
+			}
+			if offP50 >= 0 {
+				row.AddedP50Ms = row.LatencyP50Ms - offP50
+			}
+			rep.Rows = append(rep.Rows, row)
+			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected)
+		}
+	}
+	return rep, nil
+}
+
+func summarize(res *replay.Result, mode string, window int) Row {
+	row := Row{Session: res.Session, Mode: mode, Window: window, Requests: len(res.Requests), Rejected: res.Rejected,
+		MaxForwarded: res.MaxForwarded, TokensSent: res.SentTokens, TokensForwarded: res.ForwardedTokens,
+		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls,
+		PrefixStability: res.PrefixStability, FactsSeen: res.FactsSeen, FactsKept: res.FactsKept, CacheHitRate: -1}
+	sel := res.FactsByApplied["selective"]
+	row.SelectiveFactsSeen, row.SelectiveFactsKept = sel[0], sel[1]
+	var lat []float64
+	hits, used := 0.0, 0
+	for _, r := range res.Requests {
+		if r.Applied != "" && r.Applied != "none" {
+			row.Condensed++
+		}
+		if !r.HeadVerbatim {
+			row.HeadLost++
+		}
+		if !r.LastVerbatim {
+			row.LastLost++
+		}
+		if r.FwdCounted > window {
+			row.OverWindow++
+		}
+		switch r.Cache {
+		case "hit":
+			hits++
+			used++
+		case "partial":
+			hits += 0.5
+			used++
+		case "miss":
+			used++
+		}
+		lat = append(lat, float64(r.Latency.Microseconds())/1000)
+		row.Sent = append(row.Sent, r.TokensSent)
+		row.Forwarded = append(row.Forwarded, r.FwdCounted)
+	}
+	if used > 0 {
+		row.CacheHitRate = hits / float64(used)
+	}
+	if row.TokensSent > 0 {
+		row.Saved = 1 - float64(row.TokensForwarded+row.SummarizerTokens)/float64(row.TokensSent)
+	}
+	sort.Float64s(lat)
+	if len(lat) > 0 {
+		row.LatencyP50Ms = lat[len(lat)/2]
+		row.LatencyP99Ms = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+	return row
+}
+
+// Check returns the failures the CI gate cares about: any rejected
+// request, any lost head or last message, any request over the window, and
+// selective condensing keeping fewer than minFacts of the facts in play,
+// over the whole report (single sessions hold too few facts to judge alone).
+func (r *Report) Check(minFacts float64) []string {
+	var out []string
+	seen, kept := 0, 0
+	for _, row := range r.Rows {
+		seen += row.SelectiveFactsSeen
+		kept += row.SelectiveFactsKept
+		id := row.Session + " " + row.Mode
+		if row.Rejected > 0 {
+			out = append(out, fmt.Sprintf("%s: %d requests rejected by the upstream", id, row.Rejected))
+		}
+		if row.HeadLost > 0 || row.LastLost > 0 {
+			out = append(out, fmt.Sprintf("%s: head lost in %d requests, last message in %d", id, row.HeadLost, row.LastLost))
+		}
+		if row.OverWindow > 0 && row.Mode != "off" {
+			out = append(out, fmt.Sprintf("%s: %d forwarded requests over the %d-token window", id, row.OverWindow, row.Window))
+		}
+	}
+	if seen > 0 && float64(kept) < minFacts*float64(seen) {
+		out = append(out, fmt.Sprintf("selectively condensed requests kept %d of %d facts (< %.0f%%)", kept, seen, 100*minFacts))
+	}
+	for _, s := range r.Skipped {
+		out = append(out, "skipped: "+s)
+	}
+	return out
+}
+
+// JSON renders the report.
+func (r *Report) JSON() []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return b
+}

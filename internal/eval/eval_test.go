@@ -1,0 +1,83 @@
+package eval
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestShortEvaluation is the CI gate: a few sessions at a small window in
+// every mode; it fails on any rejected request, lost head or last message,
+// condensed request over the window, or selective fact retention under 95%.
+func TestShortEvaluation(t *testing.T) {
+	sources := []Source{{Spec: "synthetic:7:250000", Window: 32000}}
+	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
+	if _, err := os.Stat(dir); err == nil {
+		for _, f := range []string{
+			"mini-swe-agent/deepseek_chat_test_1-100__django__django-14999.traj.json",
+			"claude-code/d7d349f9-c243-46e2-9a32-4a0eddfc634b.jsonl",
+			"swe-agent/legacy_gpt4__pydicom__pydicom-1458.traj",
+		} {
+			sources = append(sources, Source{Spec: filepath.Join(dir, f), Window: 16000})
+		}
+	} else if os.Getenv("CI") != "" {
+		t.Log("shared corpus absent; synthetic session only")
+	}
+	rep, err := Run(context.Background(), Config{Sources: sources, Every: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != len(sources)*len(Modes) {
+		t.Fatalf("%d rows for %d sources × %d modes", len(rep.Rows), len(sources), len(Modes))
+	}
+	for _, p := range rep.Check(0.95) {
+		t.Error(p)
+	}
+	condensed := 0
+	for _, row := range rep.Rows {
+		if row.Mode != "off" {
+			condensed += row.Condensed
+		} else if row.Condensed != 0 {
+			t.Errorf("%s: mode off condensed %d requests", row.Session, row.Condensed)
+		}
+	}
+	if condensed == 0 {
+		t.Error("nothing was condensed: the evaluation measured nothing")
+	}
+	md := rep.Markdown("eval", "go test")
+	for _, s := range rep.Sessions() {
+		svg := rep.SVG(s)
+		if !strings.HasPrefix(svg, "<svg") || !strings.Contains(svg, "polyline") || !strings.Contains(svg, "threshold") {
+			t.Errorf("%s: chart is not an SVG with lines", s)
+		}
+		if !strings.Contains(md, ChartName(s)) {
+			t.Errorf("report does not embed the chart of %s", s)
+		}
+	}
+}
+
+func TestBadSessionsAreSkippedAndReported(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "broken.traj.json")
+	os.WriteFile(bad, []byte("{not json"), 0o600)
+	unknown := filepath.Join(dir, "notes.txt")
+	os.WriteFile(unknown, []byte("hello"), 0o600)
+	rep, err := Run(context.Background(), Config{
+		Sources: []Source{{Spec: bad, Window: 32000}, {Spec: unknown, Window: 32000}, {Spec: "synthetic:8:60000", Window: 32000}},
+		Modes:   Modes[:1],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) != 2 || !strings.Contains(rep.Skipped[0], "broken.traj.json") || !strings.Contains(rep.Skipped[1], "notes.txt") {
+		t.Errorf("skipped %q", rep.Skipped)
+	}
+	if len(rep.Rows) != 1 {
+		t.Errorf("%d rows, want the good session's", len(rep.Rows))
+	}
+	if len(rep.Check(0.95)) == 0 {
+		t.Error("skipped files do not fail the check")
+	}
+}

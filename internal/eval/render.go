@@ -1,0 +1,177 @@
+package eval
+
+import (
+	"fmt"
+	"html"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// ChartName is the file name of a session's chart.
+func ChartName(session string) string {
+	return unsafeName.ReplaceAllString(strings.TrimSuffix(session, filepath.Ext(session)), "_") + ".svg"
+}
+
+var palette = map[string]string{
+	"off":             "#444444",
+	"full-extractive": "#1f77b4",
+	"full-llm":        "#2ca02c",
+	"selective":       "#9467bd",
+	"auto":            "#ff7f0e",
+}
+
+// SVG draws, for one session, the tokens of each request as the agent sent
+// it and as each mode forwarded it, with the window and the threshold.
+func (r *Report) SVG(session string) string {
+	var rows []Row
+	for _, row := range r.Rows {
+		if row.Session == session {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	const w, h, left, right, top, bottom = 760, 320, 64, 150, 20, 36
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	window := rows[0].Window
+	ymax := float64(window) * 1.1
+	n := 1
+	for _, row := range rows {
+		for _, v := range row.Sent {
+			ymax = max(ymax, float64(v)*1.05)
+		}
+		n = max(n, len(row.Sent))
+	}
+	x := func(i int) float64 { return float64(left) + pw*float64(i)/float64(max(n-1, 1)) }
+	y := func(v float64) float64 { return float64(top) + ph*(1-v/ymax) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
+	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	fmt.Fprintf(&b, `<text x="%d" y="14" font-size="12">%s — tokens per request</text>`+"\n", left, html.EscapeString(session))
+	// Axes and grid.
+	for i := 0; i <= 4; i++ {
+		v := ymax * float64(i) / 4
+		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, float64(left)+pw, y(v), y(v))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%dk</text>`+"\n", left-4, y(v)+4, int(v/1000))
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">request (turn)</text>`+"\n", float64(left)+pw/2, h-6)
+	// Window and threshold.
+	for _, l := range []struct {
+		v     float64
+		color string
+		label string
+	}{{float64(window), "#d62728", "window"}, {float64(window) * r.Threshold, "#e6a100", "threshold"}} {
+		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`+"\n", left, float64(left)+pw, y(l.v), y(l.v), l.color)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%s %dk</text>`+"\n", float64(left)+pw+4, y(l.v)+4, l.color, l.label, int(l.v/1000))
+	}
+	line := func(vals []int, color string, width float64, dash string) {
+		if len(vals) == 0 {
+			return
+		}
+		var pts []string
+		for i, v := range vals {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(float64(v))))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" %s points="%s"/>`+"\n", color, width, dash, strings.Join(pts, " "))
+	}
+	line(rows[0].Sent, "#bbbbbb", 3, "")
+	legendY := top + 40
+	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#bbbbbb" stroke-width="3"/><text x="%.1f" y="%d">sent by the agent</text>`+"\n",
+		float64(left)+pw+4, float64(left)+pw+24, legendY, legendY, float64(left)+pw+28, legendY+4)
+	for _, row := range rows {
+		if row.Mode == "off" {
+			continue
+		}
+		color := palette[row.Mode]
+		if color == "" {
+			color = "#17becf"
+		}
+		line(row.Forwarded, color, 1.5, "")
+		legendY += 16
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%.1f" y="%d">%s</text>`+"\n",
+			float64(left)+pw+4, float64(left)+pw+24, legendY, legendY, color, float64(left)+pw+28, legendY+4, html.EscapeString(row.Mode))
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}
+
+// Sessions lists the sessions of the report, in order.
+func (r *Report) Sessions() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, row := range r.Rows {
+		if !seen[row.Session] {
+			seen[row.Session] = true
+			out = append(out, row.Session)
+		}
+	}
+	return out
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
+
+// Markdown renders the report; charts are linked from chartDir (relative to
+// the Markdown file). command is the command that produced it.
+func (r *Report) Markdown(chartDir, command string) string {
+	var b strings.Builder
+	b.WriteString("# Evaluation: condense-proxy on real and synthetic agent sessions\n\n")
+	fmt.Fprintf(&b, "Generated %s by\n\n```sh\n%s\n```\n\n", r.Generated, command)
+	b.WriteString(`Each session is replayed turn by turn through the real proxy (in process) against a strict fake
+upstream that rejects what OpenAI rejects: request *k* is the history up to the *k*-th assistant message, as
+the agent sent it. Modes: **off** (pass-through), **full-extractive** (summaries without an LLM),
+**full-llm** (LLM summaries; the fake answers with a short canned text, so this row measures cost and
+mechanics, not summary quality), **selective** (digests of old tool outputs), **auto** (selective, then full).
+The threshold is ` + pct(r.Threshold) + ` of the window; condensing aims for 50%.
+
+Columns: *sent* and *fwd* are tokens summed over all requests; *saved* is 1 − (forwarded + summarizer input) /
+sent; *sum. calls* and *sum. tok* are summarizer calls and their input tokens; *hit* is the summary cache hit
+rate over requests that used summaries; *prefix* is the average share of the previous forwarded request kept as
+an identical prefix (provider prompt caches); *facts* are facts present in a condensed request as sent and still
+present as forwarded (planted facts for synthetic sessions; for real sessions the task, the error lines that
+commands printed and the paths in tool calls), with the share for selectively condensed requests in brackets;
+*p50/p99* are request latencies through the proxy and *added* the p50 difference to mode off.
+
+`)
+	b.WriteString("| session | window | mode | req | condensed | rejected | max fwd | sent | fwd | saved | sum. calls | sum. tok | hit | prefix | facts | p50 ms | p99 ms | added ms |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		hit := "—"
+		if row.CacheHitRate >= 0 {
+			hit = pct(row.CacheHitRate)
+		}
+		facts := "—"
+		if row.FactsSeen > 0 {
+			facts = fmt.Sprintf("%s of %d", pct(float64(row.FactsKept)/float64(row.FactsSeen)), row.FactsSeen)
+		}
+		if row.SelectiveFactsSeen > 0 {
+			facts += fmt.Sprintf(" (%s)", pct(float64(row.SelectiveFactsKept)/float64(row.SelectiveFactsSeen)))
+		}
+		fmt.Fprintf(&b, "| %s | %dk | %s | %d | %d | %d | %dk | %dk | %dk | %s | %d | %dk | %s | %.3f | %s | %.1f | %.1f | %+.1f |\n",
+			row.Session, row.Window/1000, row.Mode, row.Requests, row.Condensed, row.Rejected, row.MaxForwarded/1000,
+			row.TokensSent/1000, row.TokensForwarded/1000, pct(row.Saved), row.SummarizerCalls, row.SummarizerTokens/1000,
+			hit, row.PrefixStability, facts, row.LatencyP50Ms, row.LatencyP99Ms, row.AddedP50Ms)
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\nSkipped:\n\n")
+		for _, s := range r.Skipped {
+			fmt.Fprintf(&b, "- %s\n", s)
+		}
+	}
+	if problems := r.Check(0.95); len(problems) > 0 {
+		b.WriteString("\nChecks that failed:\n\n")
+		for _, p := range problems {
+			fmt.Fprintf(&b, "- %s\n", p)
+		}
+	} else {
+		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play.\n")
+	}
+	b.WriteString("\n## Charts\n\nTokens per request as the agent sent them (grey) and as each mode forwarded them, with the window and the threshold.\n\n")
+	for _, s := range r.Sessions() {
+		fmt.Fprintf(&b, "### %s\n\n![%s](%s)\n\n", s, s, filepath.ToSlash(filepath.Join(chartDir, ChartName(s))))
+	}
+	return b.String()
+}
