@@ -81,13 +81,13 @@ type Row struct {
 	FactsKept        int     `json:"facts_kept"`
 	// Over the requests condensed selectively only (a sliding window
 	// drops whole messages by design).
-	SelectiveFactsSeen int `json:"selective_facts_seen"`
-	SelectiveFactsKept int `json:"selective_facts_kept"`
-	LatencyP50Ms     float64 `json:"latency_p50_ms"`
-	LatencyP99Ms     float64 `json:"latency_p99_ms"`
-	AddedP50Ms       float64 `json:"added_p50_ms"` // versus mode off on the same session
-	Sent             []int   `json:"sent_series"`
-	Forwarded        []int   `json:"forwarded_series"`
+	SelectiveFactsSeen int     `json:"selective_facts_seen"`
+	SelectiveFactsKept int     `json:"selective_facts_kept"`
+	LatencyP50Ms       float64 `json:"latency_p50_ms"`
+	LatencyP99Ms       float64 `json:"latency_p99_ms"`
+	AddedP50Ms         float64 `json:"added_p50_ms"` // versus mode off on the same session
+	Sent               []int   `json:"sent_series"`
+	Forwarded          []int   `json:"forwarded_series"`
 }
 
 // Report is the outcome of Run.
