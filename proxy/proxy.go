@@ -73,6 +73,10 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives one line per request; nil: slog.Default().
 	Logger *slog.Logger
+	// AuthKeys, if not empty, are the only inbound keys accepted; other
+	// requests get 401 before anything else happens. Default: none (no
+	// inbound auth).
+	AuthKeys []string
 }
 
 // Proxy is the HTTP handler. Safe for concurrent use.
@@ -156,7 +160,7 @@ func New(o Options) *Proxy {
 	}
 
 	r := chi.NewRouter()
-	r.Use(p.logRequests, recoverer)
+	r.Use(p.logRequests, recoverer, requireKey(o.AuthKeys))
 	r.Get("/healthz", p.healthz)
 	r.Get("/readyz", p.readyz)
 	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())

@@ -80,6 +80,20 @@ func newHarness(t *testing.T, upstream http.Handler, mutate ...func(*Options)) *
 	return h
 }
 
+// waitLog waits for the log to contain want (the log line is written when
+// the handler returns, which may be after the client has its answer).
+func (h *harness) waitLog(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		logs := h.logs.String()
+		if strings.Contains(logs, want) || time.Now().After(deadline) {
+			return logs
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func post(t *testing.T, url string, body []byte, hdr map[string]string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
@@ -128,7 +142,7 @@ func TestChatPassThroughIsByteIdentical(t *testing.T) {
 	if before == "" || before == "0" || before != resp.Header.Get(HeaderTokensAfter) {
 		t.Errorf("token headers before=%q after=%q", before, resp.Header.Get(HeaderTokensAfter))
 	}
-	logs := h.logs.String()
+	logs := h.waitLog(t, `"route":"chat"`)
 	if strings.Contains(logs, "sk-secret-123") || strings.Contains(logs, "héllo") {
 		t.Errorf("log leaks a key or a body:\n%s", logs)
 	}
@@ -534,5 +548,39 @@ func TestScopeHashesCredentials(t *testing.T) {
 	}
 	if strings.Contains(Scope(a), "sk-a") {
 		t.Fatal("scope contains the key")
+	}
+}
+
+func TestInboundAuth(t *testing.T) {
+	h := newHarness(t, nil, func(o *Options) { o.AuthKeys = []string{"proxy-key-1", "proxy-key-2"} })
+	tests := []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no key", nil, 401},
+		{"wrong key", map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"bearer key", map[string]string{"Authorization": "Bearer proxy-key-2"}, 200},
+		{"x-api-key", map[string]string{"X-Api-Key": "proxy-key-1"}, 200},
+	}
+	for _, tc := range tests {
+		h.fake.Reset()
+		resp := post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), tc.hdr)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.want)
+		}
+		if reached := len(h.fake.Received()) > 0; reached != (tc.want == 200) {
+			t.Errorf("%s: upstream reached %v", tc.name, reached)
+		}
+	}
+	resp, _ := http.Get(h.proxy.URL + "/healthz")
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("healthz behind auth: %d", resp.StatusCode)
+	}
+	if logs := h.waitLog(t, "no accepted inbound key"); strings.Contains(logs, "proxy-key") || strings.Contains(logs, "nope") {
+		t.Error("a key reached the log")
 	}
 }
