@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -333,6 +334,16 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// Keys lists every configuration key (dotted), sorted.
+func Keys() []string {
+	var out []string
+	for k := range defaultsMap() {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // EnvName is the environment variable that sets key.

@@ -4,6 +4,7 @@
 //	condense-proxy [serve] [flags]            run the proxy (the default)
 //	condense-proxy condense [flags] FILE|-    condense one request body offline
 //	condense-proxy version                    print the version
+//	condense-proxy health [URL]               check a running proxy's /healthz
 //
 // main is a thin shell over Main, which tests call directly.
 package main

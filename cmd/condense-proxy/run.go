@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -41,6 +42,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, environ 
 	case "version":
 		fmt.Fprintln(stdout, "condense-proxy", version)
 		return nil
+	case "health":
+		return health(ctx, args, environ)
 	case "help":
 		usage(stderr)
 		return nil
@@ -54,6 +57,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, `usage: condense-proxy [serve] [flags]    run the proxy (default)
        condense-proxy condense [flags] FILE|-   condense one request body offline
        condense-proxy version            print the version
+       condense-proxy health [URL]       exit 0 when the proxy's /healthz answers 200 (for container health checks)
 Run "condense-proxy serve --help" for the flags.`)
 }
 
@@ -275,4 +279,35 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// health checks a running proxy's /healthz, for container health checks
+// (the image has no curl). The URL defaults to the local listen port.
+func health(ctx context.Context, args []string, environ []string) error {
+	target := "http://127.0.0.1:8080/healthz"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, config.EnvName("listen")+"="); ok {
+			if _, port, err := net.SplitHostPort(v); err == nil {
+				target = "http://127.0.0.1:" + port + "/healthz"
+			}
+		}
+	}
+	if len(args) > 0 {
+		target = args[0]
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("health: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health: %s answered %d", target, resp.StatusCode)
+	}
+	return nil
 }

@@ -1,0 +1,17 @@
+# condense-proxy: a static binary on a distroless base, run as non-root.
+FROM golang:1.26 AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/condense-proxy ./cmd/condense-proxy
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/condense-proxy /condense-proxy
+USER nonroot:nonroot
+EXPOSE 8080
+ENV CONDENSE_LISTEN=":8080"
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["/condense-proxy", "health"]
+ENTRYPOINT ["/condense-proxy"]
+CMD ["serve"]
