@@ -59,14 +59,17 @@ func (r *Report) SVG(session string) string {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%dk</text>`+"\n", left-4, y(v)+4, int(v/1000))
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">request (turn)</text>`+"\n", float64(left)+pw/2, h-6)
-	// Window and threshold.
+	// Window and threshold; labels kept apart when the lines are close.
+	labelY := -100.0
 	for _, l := range []struct {
 		v     float64
 		color string
 		label string
 	}{{float64(window), "#d62728", "window"}, {float64(window) * r.Threshold, "#e6a100", "threshold"}} {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`+"\n", left, float64(left)+pw, y(l.v), y(l.v), l.color)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%s %dk</text>`+"\n", float64(left)+pw+4, y(l.v)+4, l.color, l.label, int(l.v/1000))
+		ly := max(y(l.v)+4, labelY+13)
+		labelY = ly
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%s %dk</text>`+"\n", float64(left)+pw+4, ly, l.color, l.label, int(l.v/1000))
 	}
 	line := func(vals []int, color string, width float64, dash string) {
 		if len(vals) == 0 {
@@ -133,7 +136,8 @@ rate over requests that used summaries; *prefix* is the average share of the pre
 an identical prefix (provider prompt caches); *facts* are facts present in a condensed request as sent and still
 present as forwarded (planted facts for synthetic sessions; for real sessions the task, the error lines that
 commands printed and the paths in tool calls), with the share for selectively condensed requests in brackets;
-*p50/p99* are request latencies through the proxy and *added* the p50 difference to mode off.
+*p50/p99* are request latencies through the proxy and *added* the p50 difference to mode off (negative when
+the fake upstream, which parses every request, gets a much smaller body than in mode off).
 
 `)
 	b.WriteString("| session | window | mode | req | condensed | rejected | max fwd | sent | fwd | saved | sum. calls | sum. tok | hit | prefix | facts | p50 ms | p99 ms | added ms |\n")
