@@ -110,6 +110,9 @@ type Options struct {
 	NegativeTTL time.Duration
 	// PrepareConcurrency bounds background summarizations. Default 2.
 	PrepareConcurrency int
+	// SummarizerConcurrency bounds summarizer calls in flight, across all
+	// requests. Default 8.
+	SummarizerConcurrency int
 	// SelectiveEnabled is the selective feature flag: off, requests asking
 	// for selective condensing get full condensing, and auto means full.
 	SelectiveEnabled bool
@@ -153,6 +156,9 @@ func (o *Options) defaults() {
 	}
 	if o.PrepareConcurrency <= 0 {
 		o.PrepareConcurrency = 2
+	}
+	if o.SummarizerConcurrency <= 0 {
+		o.SummarizerConcurrency = 8
 	}
 }
 
@@ -207,7 +213,8 @@ type Engine struct {
 	flight              singleflight.Group
 	summarizerDownUntil atomic.Int64
 	prepareSem          chan struct{}
-	preparing           sync.Map // key -> struct{}: conversations being prepared
+	summarizeSem        chan struct{} // summarizer calls in flight
+	preparing           sync.Map      // key -> struct{}: conversations being prepared
 	bg                  sync.WaitGroup
 }
 
@@ -238,7 +245,8 @@ func New(d Deps, opts Options) *Engine {
 		sel:     selective.New(opts.Selective, count, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
 		observer: d.Observer, opts: opts, log: d.Logger,
-		prepareSem: make(chan struct{}, opts.PrepareConcurrency),
+		prepareSem:   make(chan struct{}, opts.PrepareConcurrency),
+		summarizeSem: make(chan struct{}, opts.SummarizerConcurrency),
 	}
 }
 

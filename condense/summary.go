@@ -92,6 +92,12 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		}
 		cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
 		defer cancel()
+		select {
+		case e.summarizeSem <- struct{}{}:
+			defer func() { <-e.summarizeSem }()
+		case <-cctx.Done():
+			return "", fmt.Errorf("waiting for a summarizer slot: %w", cctx.Err())
+		}
 		start := timeNow()
 		s, err := e.summarizer.Summarize(cctx, SummaryInput{
 			Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,

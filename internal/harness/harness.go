@@ -36,6 +36,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Counter; nil: a fresh one.
 	Counter *tokenizer.Counter
+	// SummarizerImpl, if set, replaces the LLM client (Summarizer "llm").
+	SummarizerImpl condense.Summarizer
 }
 
 // Stack is a running proxy and its fake upstream.
@@ -86,8 +88,8 @@ func New(o Options) *Stack {
 		h.ServeHTTP(w, r)
 	}))
 	u, _ := url.Parse(up.URL)
-	var sum condense.Summarizer
-	if o.Summarizer == "llm" {
+	sum := o.SummarizerImpl
+	if o.Summarizer == "llm" && sum == nil {
 		client := &llm.Client{BaseURL: u}
 		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
 			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})

@@ -40,6 +40,9 @@ type Options struct {
 	// Facts are checked in every condensed request: each fact present in
 	// what the agent sent should be present in what was forwarded.
 	Facts []corpus.Fact
+	// Before, if set, is called before request i is sent (fault tests stop
+	// and start things there).
+	Before func(i int)
 	// Drain, if set, is called after the last request so background work
 	// (summaries prepared ahead) finishes before summarizer calls are
 	// counted.
@@ -149,6 +152,9 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 			return nil, err
 		}
 		fake.Reset()
+		if o.Before != nil {
+			o.Before(i)
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.ProxyURL+"/v1/chat/completions", bytes.NewReader(body))
 		if err != nil {
 			return nil, fmt.Errorf("building request: %w", err)
