@@ -63,3 +63,23 @@ func TestDigestGolden(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDigest: any output, any tool, any arguments — never a panic.
+func FuzzDigest(f *testing.F) {
+	for _, name := range []string{"file_read", "go_test_log", "pytest_log", "grep_results", "find_output", "json_api", "build_output"} {
+		raw, err := os.ReadFile(filepath.Join("..", "testdata", "selective", name+".input.json"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		var in Input
+		json.Unmarshal(raw, &in)
+		f.Add(in.Tool, in.Args, in.Content, in.Later)
+	}
+	f.Fuzz(func(t *testing.T, tool, args, content, later string) {
+		body, kind := Digest(Input{Tool: tool, Args: args, Content: content, Later: later})
+		if kind == "" {
+			t.Fatal("no kind")
+		}
+		_ = body
+	})
+}

@@ -79,3 +79,30 @@ func TestFieldSpan(t *testing.T) {
 		t.Error("truncated object accepted")
 	}
 }
+
+// FuzzRequest: counting any bytes never panics, and a body is either not a
+// chat request or has a positive count per message.
+func FuzzRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`))
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`))
+	f.Add([]byte(`{"messages":[1,"x",null,{"content":{"a":[1,2]}}]}`))
+	c := New(Options{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rc, err := c.Request(O200kBase, body)
+		if err != nil {
+			return
+		}
+		if len(rc.Messages) != len(rc.Spans) || len(rc.Fields) != len(rc.Spans) {
+			t.Fatal("spans and counts disagree")
+		}
+		for i, n := range rc.Messages {
+			if n < tokensPerMessage {
+				t.Fatalf("message %d counted %d", i, n)
+			}
+			sp := rc.Spans[i]
+			if sp[0] < 0 || sp[1] > len(body) || sp[0] >= sp[1] {
+				t.Fatalf("bad span %v", sp)
+			}
+		}
+	})
+}

@@ -64,6 +64,24 @@ func (s *Server) Reset() {
 	s.mu.Unlock()
 }
 
+// Take removes and returns the received requests whose header key has
+// value v (for callers sharing one fake).
+func (s *Server) Take(key, v string) []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Received
+	kept := s.received[:0]
+	for _, r := range s.received {
+		if r.Header.Get(key) == v {
+			out = append(out, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	s.received = kept
+	return out
+}
+
 // TakeSummaries returns the bodies of the summarizer calls received since
 // the last call, and forgets them.
 func (s *Server) TakeSummaries() [][]byte {
@@ -83,8 +101,15 @@ func IsSummaryRequest(body []byte) bool {
 	return strings.Contains(string(body), SummaryMarker)
 }
 
+// maxReceived bounds the record: a long-running user (a soak test) that
+// never resets keeps only the newest entries.
+const maxReceived = 2000
+
 func (s *Server) record(r *http.Request, body []byte, status int) {
 	s.mu.Lock()
+	if len(s.received) >= maxReceived {
+		s.received = append(s.received[:0], s.received[maxReceived/2:]...)
+	}
 	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Status: status})
 	s.mu.Unlock()
 }

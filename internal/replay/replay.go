@@ -121,7 +121,11 @@ func contents(msgs []gjson.Result) string {
 	return b.String()
 }
 
-// Run replays s. fake is the upstream behind the proxy; it is reset first.
+// requestHeader tags each replayed request, so replays can share a fake.
+const requestHeader = "X-Replay-Request"
+
+// Run replays s. fake is the upstream behind the proxy; it may be shared
+// with other replays running at the same time.
 func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, counter *tokenizer.Counter, o Options) (*Result, error) {
 	if o.Every <= 0 {
 		o.Every = 1
@@ -129,9 +133,9 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 	if o.Client == nil {
 		o.Client = http.DefaultClient
 	}
-	fake.Reset()
 	fake.TakeSummaries()
 	res := &Result{Session: s.Name, Mode: o.Mode}
+	runID := fmt.Sprintf("%p-%d", res, time.Now().UnixNano())
 	full, err := s.Request(o.Model, 0)
 	if err != nil {
 		return nil, err
@@ -151,7 +155,6 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		if err != nil {
 			return nil, err
 		}
-		fake.Reset()
 		if o.Before != nil {
 			o.Before(i)
 		}
@@ -161,6 +164,8 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+o.APIKey)
+		reqID := fmt.Sprintf("%s-%d", runID, i)
+		req.Header.Set(requestHeader, reqID)
 		if o.Mode != "" {
 			req.Header.Set("X-Condense-Mode", o.Mode)
 		}
@@ -181,8 +186,10 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		}
 		// What the upstream received for this request: summarizer calls,
 		// then the agent's request itself.
+		// The agent's request as the upstream received it (summarizer
+		// calls carry no replay header).
 		var fwd []byte
-		for _, g := range fake.Received() {
+		for _, g := range fake.Take(requestHeader, reqID) {
 			if !fakeupstream.IsSummaryRequest(g.Body) {
 				fwd = g.Body
 			}
