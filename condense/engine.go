@@ -294,6 +294,7 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 		return res, nil
 	}
 	if err != nil {
+		// Too many messages: the caller refuses the request.
 		return res, fmt.Errorf("counting tokens: %w", err)
 	}
 	r.Model = model

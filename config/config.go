@@ -46,6 +46,9 @@ type Config struct {
 	// MaxDecompressedBytes bounds a compressed body once decoded. Larger: 413.
 	// Default 128 MiB.
 	MaxDecompressedBytes int64 `mapstructure:"max_decompressed_bytes"`
+	// MaxRequestMessages refuses (413) chat requests with more messages
+	// than this, before any counting. 0: no limit. Default 100000.
+	MaxRequestMessages int `mapstructure:"max_request_messages"`
 	// DefaultContextWindow is the window assumed for models the registry does
 	// not know. Default 128000.
 	DefaultContextWindow int `mapstructure:"default_context_window"`
@@ -144,6 +147,7 @@ var flagSpecs = []flagSpec{
 	{"cache_max_bytes", "cache-max-bytes", "in-memory cache size in bytes"},
 	{"max_body_bytes", "max-body-bytes", "largest chat request body accepted"},
 	{"max_decompressed_bytes", "max-decompressed-bytes", "largest body after Content-Encoding is decoded"},
+	{"max_request_messages", "max-request-messages", "largest number of messages a chat request may have (0: no limit)"},
 	{"default_context_window", "default-context-window", "context window assumed for unknown models"},
 	{"shutdown_grace", "shutdown-grace", "time in-flight requests get after SIGTERM"},
 	{"upstream_connect_timeout", "upstream-connect-timeout", "dial timeout toward the upstream"},
@@ -180,6 +184,7 @@ func Defaults() Config {
 		CacheMaxBytes:          256 << 20,
 		MaxBodyBytes:           64 << 20,
 		MaxDecompressedBytes:   128 << 20,
+		MaxRequestMessages:     100000,
 		DefaultContextWindow:   128000,
 		ShutdownGrace:          30 * time.Second,
 		UpstreamConnectTimeout: 10 * time.Second,
@@ -217,6 +222,7 @@ func defaultsMap() map[string]any {
 		"cache_max_bytes":                    d.CacheMaxBytes,
 		"max_body_bytes":                     d.MaxBodyBytes,
 		"max_decompressed_bytes":             d.MaxDecompressedBytes,
+		"max_request_messages":               d.MaxRequestMessages,
 		"default_context_window":             d.DefaultContextWindow,
 		"shutdown_grace":                     d.ShutdownGrace,
 		"upstream_connect_timeout":           d.UpstreamConnectTimeout,
@@ -403,6 +409,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxDecompressedBytes <= 0 {
 		bad("max_decompressed_bytes: must be positive, got %d", c.MaxDecompressedBytes)
+	}
+	if c.MaxRequestMessages < 0 {
+		bad("max_request_messages: must not be negative, got %d", c.MaxRequestMessages)
 	}
 	if c.DefaultContextWindow <= 0 {
 		bad("default_context_window: must be positive, got %d", c.DefaultContextWindow)

@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
 // Request and response headers of the external interface.
@@ -93,6 +94,11 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			ri.status = StatusClientClosed
 			ri.note = "client left while condensing"
+			return
+		}
+		if errors.Is(err, tokenizer.ErrTooManyMessages) {
+			ri.note = err.Error()
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "condense-proxy: "+err.Error())
 			return
 		}
 		ri.note = "condensing failed (" + err.Error() + "); forwarded unchanged"

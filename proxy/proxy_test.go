@@ -584,3 +584,43 @@ func TestInboundAuth(t *testing.T) {
 		t.Error("a key reached the log")
 	}
 }
+
+func TestMessageCountLimit(t *testing.T) {
+	eng := condense.New(condense.Deps{Counter: tokenizer.New(tokenizer.Options{MaxMessages: 3}), Models: condense.ModelsFunc(func(string) condense.ModelLimits {
+		return condense.ModelLimits{Window: 128000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+	})}, condense.Options{})
+	h := newHarness(t, nil, func(o *Options) { o.Condenser = eng })
+	ok := post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), nil)
+	ok.Body.Close()
+	many := `{"model":"gpt-4o","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"assistant","content":"d"},{"role":"user","content":"e"}]}`
+	resp := post(t, h.proxy.URL+"/v1/chat/completions", []byte(many), nil)
+	resp.Body.Close()
+	if ok.StatusCode != 200 || resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("statuses %d and %d, want 200 and 413", ok.StatusCode, resp.StatusCode)
+	}
+	if n := len(h.fake.Received()); n != 1 {
+		t.Errorf("upstream got %d requests, want only the small one", n)
+	}
+}
+
+// TestUpstreamCannotBeRedirected: no request header moves the upstream.
+func TestUpstreamCannotBeRedirected(t *testing.T) {
+	other := fakeupstream.New()
+	otherSrv := httptest.NewServer(other)
+	defer otherSrv.Close()
+	h := newHarness(t, nil)
+	u, _ := url.Parse(otherSrv.URL)
+	req, _ := http.NewRequest("POST", h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+	req.Host = u.Host
+	for _, k := range []string{"X-Forwarded-Host", "X-Original-URL", "X-Rewrite-URL", "Forwarded"} {
+		req.Header.Set(k, otherSrv.URL)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(h.fake.Received()) != 1 || len(other.Received()) != 0 {
+		t.Fatalf("configured upstream got %d, the header's target %d", len(h.fake.Received()), len(other.Received()))
+	}
+}

@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"fmt"
 	"hash/maphash"
 	"unsafe"
 
@@ -57,6 +58,9 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 	sc := scanChat(js)
 	if !sc.valid || !sc.object || !sc.hasMessages {
 		return RequestCount{}, ErrNotChat
+	}
+	if c.maxMessages > 0 && len(sc.messages) > c.maxMessages {
+		return RequestCount{}, fmt.Errorf("%w: %d, limit %d", ErrTooManyMessages, len(sc.messages), c.maxMessages)
 	}
 	model := ""
 	if sc.model[1] > 0 {

@@ -54,13 +54,17 @@ type Options struct {
 	MessageCacheEntries int
 	// SegmentCacheEntries bounds the per-segment count cache. Default 100000.
 	SegmentCacheEntries int
+	// MaxMessages refuses requests with more messages (ErrTooManyMessages)
+	// before any counting; 0: no limit.
+	MaxMessages int
 }
 
 // Counter counts tokens. Safe for concurrent use; create one per process.
 type Counter struct {
-	seed     maphash.Seed
-	messages *countCache
-	segments *countCache
+	maxMessages int
+	seed        maphash.Seed
+	messages    *countCache
+	segments    *countCache
 }
 
 // New returns a Counter.
@@ -72,9 +76,10 @@ func New(o Options) *Counter {
 		o.SegmentCacheEntries = 100000
 	}
 	return &Counter{
-		seed:     maphash.MakeSeed(),
-		messages: newCountCache(o.MessageCacheEntries),
-		segments: newCountCache(o.SegmentCacheEntries),
+		maxMessages: o.MaxMessages,
+		seed:        maphash.MakeSeed(),
+		messages:    newCountCache(o.MessageCacheEntries),
+		segments:    newCountCache(o.SegmentCacheEntries),
 	}
 }
 
@@ -267,3 +272,7 @@ func (c *countCache) len() int {
 // ErrNotChat is returned by Request for bodies that are not a JSON object
 // with a messages array.
 var ErrNotChat = fmt.Errorf("not a chat-completions request")
+
+// ErrTooManyMessages is returned by Request for bodies with more messages
+// than Options.MaxMessages; nothing is counted.
+var ErrTooManyMessages = fmt.Errorf("too many messages")

@@ -200,7 +200,7 @@ func newEngine(cfg *config.Config, reg *config.Registry, st condense.Cache, upst
 		observer = obs
 	}
 	return condense.New(condense.Deps{
-		Counter:    tokenizer.New(tokenizer.Options{}),
+		Counter:    tokenizer.New(tokenizer.Options{MaxMessages: cfg.MaxRequestMessages}),
 		Models:     modelLimits(reg),
 		Cache:      st,
 		Summarizer: sum,
