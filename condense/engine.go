@@ -466,6 +466,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 			return e.truncateBody(ctx, rq, out, b, r)
 		}
 		mode = ModeFull // auto: summaries on the original conversation
+		r.Reason += "; not enough for the target, full condensing used instead"
 		e.setCache(ctx, stickyKey, []byte("full"))
 	}
 	if mode == ModeFull {

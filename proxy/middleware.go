@@ -81,6 +81,10 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 					slog.String("reason", rep.Reason),
 					slog.Duration("overhead", ri.overhead),
 				)
+				if rep.Summaries != "" {
+					attrs = append(attrs, slog.String("summaries", rep.Summaries), slog.String("cache", rep.Cache),
+						slog.Int("summarizer_calls", rep.Calls))
+				}
 				if rep.Degraded != "" {
 					attrs = append(attrs, slog.String("degraded", rep.Degraded))
 				}
