@@ -45,6 +45,7 @@ var (
 	searchCommand = regexp.MustCompile(`(^|[\s|;&])(grep|rg|ag|find|fd|ls|tree|git grep|glob)\b`)
 	readCommand   = regexp.MustCompile(`^\s*(cat|head|tail|less|nl|sed -n|bat|view)\b`)
 	readTool      = regexp.MustCompile(`(?i)(read|open|view|cat|get_file|file_content|show)`)
+	filePathToken = regexp.MustCompile(`[\w./-]+\.\w+`)
 	runCommand    = regexp.MustCompile(`(?:^|[\s;&|(])(?:python3?|node|deno|bun|go run|cargo run|ruby|php|java|dotnet|perl|bash|sh|\./[\w.-]+|npx|npm|yarn|pnpm)\s`)
 	searchTool    = regexp.MustCompile(`(?i)(grep|glob|find|search|list|ls\b|tree)`)
 )
@@ -179,7 +180,7 @@ func fileDigest(in Input) string {
 		p = gjson.Get(in.Args, "path").String()
 	}
 	if p == "" {
-		if m := regexp.MustCompile(`[\w./-]+\.\w+`).FindString(gjson.Get(in.Args, "command").String()); m != "" {
+		if m := filePathToken.FindString(gjson.Get(in.Args, "command").String()); m != "" {
 			p = m
 		}
 	}
@@ -193,15 +194,7 @@ func fileDigest(in Input) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "file %s, %d lines\n", p, len(lines))
 	// Lines referenced later as error locations: path:line or "line N".
-	refs := map[int]bool{}
-	if p != "" && in.Later != "" {
-		base := regexp.QuoteMeta(path.Base(p))
-		re := regexp.MustCompile(base + `(?:", line |:)(\d+)`)
-		for _, m := range re.FindAllStringSubmatch(in.Later, 50) {
-			n, _ := strconv.Atoi(m[1])
-			refs[n] = true
-		}
-	}
+	refs := lineRefs(in.Later, path.Base(p))
 	b.WriteString("outline:\n")
 	shown := 0
 	for i, l := range lines {
@@ -237,6 +230,40 @@ func fileDigest(in Input) string {
 		}
 	}
 	return b.String()
+}
+
+// lineRefs finds the line numbers text points at in the file named base:
+// "base:N" (compilers, test runners) and `base", line N` (Python). It looks
+// for the name as plain text: no pattern is built from it.
+func lineRefs(text, base string) map[int]bool {
+	refs := map[int]bool{}
+	if base == "" || base == "." || base == "/" {
+		return refs
+	}
+	for rest := text; len(refs) < 50; {
+		i := strings.Index(rest, base)
+		if i < 0 {
+			break
+		}
+		rest = rest[i+len(base):]
+		after := rest
+		switch {
+		case strings.HasPrefix(after, ":"):
+			after = after[1:]
+		case strings.HasPrefix(after, `", line `):
+			after = after[len(`", line `):]
+		default:
+			continue
+		}
+		j := 0
+		for j < len(after) && j < 9 && after[j] >= '0' && after[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(after[:j]); err == nil {
+			refs[n] = true
+		}
+	}
+	return refs
 }
 
 // logDigest: counts, failing tests, error lines with context, exit status.
