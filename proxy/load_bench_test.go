@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"sort"
 	"strings"
@@ -48,6 +49,9 @@ func BenchmarkLoadPassThrough(b *testing.B) {
 	u, _ := url.Parse(up.URL)
 	ours := httptest.NewServer(New(Options{Upstream: u, Condenser: bigWindowEngine(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer ours.Close()
+	// A bare reverse proxy: the cost of any second hop, for scale.
+	bare := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, Transport: NewTransport(TransportOptions{})})
+	defer bare.Close()
 	const workers = 32
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers}}
 	run := func(base string, body []byte, n int) (rps float64, lat []time.Duration) {
@@ -88,11 +92,15 @@ func BenchmarkLoadPassThrough(b *testing.B) {
 		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
 			run(ours.URL, body, workers) // warm connections and the count cache
 			run(up.URL, body, workers)
+			run(bare.URL, body, workers)
 			b.ResetTimer()
 			directRPS, direct := run(up.URL, body, b.N)
+			bareRPS, viaBare := run(bare.URL, body, b.N)
 			proxyRPS, via := run(ours.URL, body, b.N)
 			b.ReportMetric(directRPS, "direct-req/s")
+			b.ReportMetric(bareRPS, "bare-proxy-req/s")
 			b.ReportMetric(proxyRPS, "proxy-req/s")
+			b.ReportMetric(float64(quantile(viaBare, .5).Microseconds())/1000, "bare-p50-ms")
 			b.ReportMetric(float64(quantile(direct, .5).Microseconds())/1000, "direct-p50-ms")
 			b.ReportMetric(float64(quantile(via, .5).Microseconds())/1000, "proxy-p50-ms")
 			b.ReportMetric(float64(quantile(direct, .99).Microseconds())/1000, "direct-p99-ms")
