@@ -62,6 +62,9 @@ type validator struct {
 	scan  *chatScan      // nil: validate only
 	cur   *MessageFields // the message being scanned, while in messages
 	curAt int            // its start
+	// onField, if set, gets each top-level field of the root object: the
+	// key as written (quoted) and the span of its value.
+	onField func(key string, start, end int)
 }
 
 func (p *validator) ws() {
@@ -129,6 +132,9 @@ func (p *validator) value(depth int) bool {
 				case `"tool_calls"`:
 					cur.ToolCalls = sp
 				}
+			}
+			if depth == 0 && p.onField != nil {
+				p.onField(key, valStart, p.i)
 			}
 			if depth == 0 && p.scan != nil {
 				switch key {
@@ -371,48 +377,16 @@ func FieldSpans(obj string, keys []string, spans [][2]int) bool {
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
-	p := &validator{s: obj}
+	p := &validator{s: obj, onField: func(key string, start, end int) {
+		for i, k := range keys {
+			if len(key) == len(k)+2 && key[1:len(key)-1] == k {
+				spans[i] = [2]int{start, end}
+			}
+		}
+	}}
 	p.ws()
 	if p.i >= len(obj) || obj[p.i] != '{' {
 		return false
 	}
-	p.i++
-	p.ws()
-	if p.i < len(obj) && obj[p.i] == '}' {
-		return true
-	}
-	for {
-		ks := p.i
-		if p.i >= len(obj) || obj[p.i] != '"' || !p.str() {
-			return false
-		}
-		k := obj[ks+1 : p.i-1]
-		p.ws()
-		if p.i >= len(obj) || obj[p.i] != ':' {
-			return false
-		}
-		p.i++
-		p.ws()
-		vs := p.i
-		if !p.value(1) {
-			return false
-		}
-		for i, key := range keys {
-			if k == key {
-				spans[i] = [2]int{vs, p.i}
-			}
-		}
-		p.ws()
-		if p.i >= len(obj) {
-			return false
-		}
-		if obj[p.i] == '}' {
-			return true
-		}
-		if obj[p.i] != ',' {
-			return false
-		}
-		p.i++
-		p.ws()
-	}
+	return p.run()
 }

@@ -92,10 +92,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if key != "" {
 			creds.Set("Authorization", "Bearer "+key)
 		}
-		client := &llm.Client{BaseURL: u, HTTP: &http.Client{Timeout: 2 * time.Minute}}
-		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
-			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
-		})
+		sum = &llm.Summarizer{Client: &llm.Client{BaseURL: u, HTTP: &http.Client{Timeout: 2 * time.Minute}}}
 	}
 	eng := condense.New(condense.Deps{
 		Counter:    tokenizer.New(tokenizer.Options{}),

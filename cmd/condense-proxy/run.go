@@ -190,10 +190,7 @@ func newEngine(cfg *config.Config, reg *config.Registry, st condense.Cache, upst
 	}
 	var sum condense.Summarizer
 	if cfg.Condense.Summarizer == "llm" {
-		client := &llm.Client{BaseURL: upstream, HTTP: hc}
-		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
-			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
-		})
+		sum = &llm.Summarizer{Client: &llm.Client{BaseURL: upstream, HTTP: hc}}
 	}
 	var observer condense.Observer
 	if obs != nil {

@@ -90,10 +90,7 @@ func New(o Options) *Stack {
 	u, _ := url.Parse(up.URL)
 	sum := o.SummarizerImpl
 	if o.Summarizer == "llm" && sum == nil {
-		client := &llm.Client{BaseURL: u}
-		sum = condense.SummarizerFunc(func(ctx context.Context, in condense.SummaryInput) (string, error) {
-			return client.Complete(ctx, llm.Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
-		})
+		sum = &llm.Summarizer{Client: &llm.Client{BaseURL: u}}
 	}
 	window, threshold := o.Window, o.Threshold
 	s.Engine = condense.New(condense.Deps{
