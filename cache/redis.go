@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -64,9 +65,19 @@ type RedisOptions struct {
 	ProbeInterval time.Duration
 }
 
+// quietRedisLog silences go-redis's own logger (one line per failed dial,
+// many a second during an outage); Redis's state changes are logged by
+// observe instead, once each way.
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+var silenceRedis sync.Once
+
 // NewRedis connects lazily to the server at o.URL; it fails only when the
 // URL cannot be parsed. Use Ping to check reachability.
 func NewRedis(o RedisOptions) (*Redis, error) {
+	silenceRedis.Do(func() { redis.SetLogger(quietRedisLog{}) })
 	opt, err := redis.ParseURL(o.URL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis URL: %w", err)
