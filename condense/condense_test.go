@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -309,4 +310,46 @@ func rawMessages(body []byte) []string {
 		return true
 	})
 	return out
+}
+
+func TestSelectiveLLMDigests(t *testing.T) {
+	var calls atomic.Int32
+	var fail atomic.Bool
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		calls.Add(1)
+		if fail.Load() {
+			return "", errors.New("down")
+		}
+		if !strings.Contains(in.Prompt, "tool output") {
+			return "", errors.New("not a digest prompt")
+		}
+		return "failing: TestPlanted (digest by the LLM)", nil
+	})
+	e := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
+	sess, _ := corpus.Synthetic(33, 420_000)
+	b, _ := sess.Request("gpt-4o", 0)
+	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, res.Body)
+	if res.Report.Applied == AppliedNone || !strings.Contains(string(res.Body), "LLM digest") {
+		t.Fatalf("no LLM digest in the condensed body (%+v)", res.Report)
+	}
+	first := calls.Load()
+	if first == 0 || res.Report.Calls == 0 {
+		t.Fatal("the summarizer was not asked for digests")
+	}
+	again, _ := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if calls.Load() != first || string(again.Body) != string(res.Body) {
+		t.Errorf("digests not reused: %d more calls, same body %v", calls.Load()-first, string(again.Body) == string(res.Body))
+	}
+	// A failing summarizer: the deterministic digests, and the request
+	// still goes.
+	fail.Store(true)
+	e2 := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
+	res2, err := e2.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil || res2.Report.Applied == AppliedNone || strings.Contains(string(res2.Body), "LLM digest") || !strings.Contains(string(res2.Body), "condense-proxy digest") {
+		t.Fatalf("fallback: err %v report %+v", err, res2.Report)
+	}
 }

@@ -121,6 +121,10 @@ type Options struct {
 	// MinSavingsTokens is the least selective condensing frees once it
 	// starts; 0: 10% of the window.
 	MinSavingsTokens int
+	// SelectiveSummarizer is "extractive" (deterministic digests, the
+	// default) or "llm" (the Summarizer digests each output once; the
+	// deterministic digest is the fallback).
+	SelectiveSummarizer string
 }
 
 func (o *Options) defaults() {

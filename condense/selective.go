@@ -36,9 +36,15 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report, a
 	if minSavings <= 0 {
 		minSavings = b.window / 10
 	}
+	var summarize func(context.Context, selective.Input) (string, error)
+	if e.opts.SelectiveSummarizer == "llm" && e.summarizer != nil {
+		summarize = func(ctx context.Context, in selective.Input) (string, error) {
+			return e.digestWithLLM(ctx, rq, in)
+		}
+	}
 	res, err := e.sel.Apply(ctx, selective.Request{
 		Body: rq.body, Messages: msgs, Need: rq.counts.Total - b.target, MinSavings: minSavings,
-		Scope: rq.req.Scope,
+		Scope: rq.req.Scope, Summarize: summarize,
 		Keep: func(id string, original []byte) {
 			if e.cache != nil {
 				e.cache.Set(context.WithoutCancel(ctx), originalsKey(rq.req.Scope, id), original, e.opts.OriginalsTTL)
@@ -86,4 +92,38 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		b = e.budgets(rq)
 	}
 	return e.truncate(ctx, rq, b, r)
+}
+
+// digestPrompt asks the summarizer for the digest of one tool output.
+const digestPrompt = `You are the condense-proxy summarizer. A coding agent's old tool output is being replaced by a digest. Keep what the agent may need later: for code, the path, the structure (declarations with line numbers) and anything that looks wrong; for logs, pass/fail counts, every failing test, every error with its location, the exit status; for searches, the files and the first matches. Exact names, paths and numbers; no commentary. At most 300 words.`
+
+// digestWithLLM asks the summarizer for one output's digest, within the
+// summarizer's timeout, concurrency bound and negative cache.
+func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input) (string, error) {
+	if until := e.summarizerDownUntil.Load(); until > timeNow().UnixNano() {
+		return "", fmt.Errorf("summarizer recently failing")
+	}
+	text := in.Content
+	if len(text) > 24000 {
+		text = text[:12000] + "\n[… middle omitted …]\n" + text[len(text)-12000:]
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
+	defer cancel()
+	select {
+	case e.summarizeSem <- struct{}{}:
+		defer func() { <-e.summarizeSem }()
+	case <-cctx.Done():
+		return "", cctx.Err()
+	}
+	start := timeNow()
+	out, err := e.summarizer.Summarize(cctx, SummaryInput{
+		Model: e.summaryModel(rq), Prompt: digestPrompt, Level: 1, MaxTokens: 600, Credentials: rq.req.Credentials,
+		Text: fmt.Sprintf("Tool %s called with %s. Its output:\n%s", in.Tool, in.Args, text),
+	})
+	e.observeSummarizer(timeNow().Sub(start), err)
+	rq.calls++
+	if err != nil && ctx.Err() == nil {
+		e.summarizerDownUntil.Store(timeNow().Add(e.opts.NegativeTTL).UnixNano())
+	}
+	return out, err
 }

@@ -126,6 +126,10 @@ type Selective struct {
 	// starts, so it does not churn a little every turn; 0: 10% of the
 	// model's window. Default 0.
 	MinSavingsTokens int `mapstructure:"min_savings_tokens"`
+	// Summarizer is extractive (deterministic digests) or llm (one LLM
+	// digest per output, cached, the deterministic one as fallback).
+	// Default "extractive".
+	Summarizer string `mapstructure:"summarizer"`
 }
 
 // Auth configures optional inbound authentication.
@@ -172,6 +176,7 @@ var flagSpecs = []flagSpec{
 	{"selective.min_tool_output_tokens", "min-tool-output-tokens", "smallest tool output that is digested"},
 	{"selective.exclude_tools", "exclude-tools", "tools whose outputs are never digested"},
 	{"selective.clear_tool_inputs", "clear-tool-inputs", "also shorten very large old tool-call arguments"},
+	{"selective.summarizer", "selective-summarizer", "extractive | llm: how tool outputs are digested"},
 	{"selective.min_savings_tokens", "min-savings-tokens", "least tokens selective condensing frees once it starts (0: 10% of the window)"},
 	{"auth.keys", "auth-keys", "accepted inbound API keys (empty: no inbound auth)"},
 }
@@ -206,6 +211,7 @@ func Defaults() Config {
 			Enabled:               true,
 			KeepRecentToolOutputs: 5,
 			MinToolOutputTokens:   500,
+			Summarizer:            "extractive",
 			ExcludeTools:          []string{},
 		},
 		Auth: Auth{Keys: []string{}},
@@ -248,6 +254,7 @@ func defaultsMap() map[string]any {
 		"selective.exclude_tools":            d.Selective.ExcludeTools,
 		"selective.clear_tool_inputs":        d.Selective.ClearToolInputs,
 		"selective.min_savings_tokens":       d.Selective.MinSavingsTokens,
+		"selective.summarizer":               d.Selective.Summarizer,
 		"auth.keys":                          d.Auth.Keys,
 	}
 }
@@ -479,6 +486,9 @@ func (c *Config) Validate() error {
 	s := c.Selective
 	if s.KeepRecentToolOutputs < 0 {
 		bad("selective.keep_recent_tool_outputs: must not be negative, got %d", s.KeepRecentToolOutputs)
+	}
+	if s.Summarizer != "llm" && s.Summarizer != "extractive" {
+		bad("selective.summarizer: %q is not llm or extractive", s.Summarizer)
 	}
 	if s.MinSavingsTokens < 0 {
 		bad("selective.min_savings_tokens: must not be negative, got %d", s.MinSavingsTokens)

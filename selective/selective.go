@@ -96,6 +96,10 @@ type Request struct {
 	Scope string
 	// Keep stores the original behind a digest id (may be nil).
 	Keep func(id string, original []byte)
+	// Summarize, if set, writes the body of a new digest (an LLM); on error
+	// the deterministic digest is used. Either result is cached, so an
+	// output keeps the same digest from turn to turn.
+	Summarize func(ctx context.Context, in Input) (string, error)
 }
 
 // Result is what Apply did.
@@ -294,13 +298,22 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 	sum := h.Sum64()
 	id := fmt.Sprintf("d%016x", sum)
 	key := "dig:" + r.Scope + ":" + id
+	if r.Summarize != nil {
+		key = "dig:llm:" + r.Scope + ":" + id
+	}
 	if c.cache != nil {
 		if v, ok := c.cache.Get(ctx, key); ok {
 			return string(v), id
 		}
 	}
 	text := cd.text()
-	body, kind := Digest(Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later)})
+	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later)}
+	body, kind := Digest(in)
+	if r.Summarize != nil {
+		if s, err := r.Summarize(ctx, in); err == nil && strings.TrimSpace(s) != "" && len(s) < len(text) {
+			body, kind = s, "LLM digest"
+		}
+	}
 	what := m.ToolName
 	if k := keyArg(m.ToolArgs); k != "" {
 		what += " " + k

@@ -222,7 +222,8 @@ func newEngine(cfg *config.Config, reg *config.Registry, st condense.Cache, upst
 			ExcludeTools:          cfg.Selective.ExcludeTools,
 			ClearToolInputs:       cfg.Selective.ClearToolInputs,
 		},
-		MinSavingsTokens: cfg.Selective.MinSavingsTokens,
+		MinSavingsTokens:    cfg.Selective.MinSavingsTokens,
+		SelectiveSummarizer: cfg.Selective.Summarizer,
 	}), nil
 }
 
