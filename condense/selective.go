@@ -98,7 +98,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 const digestPrompt = `You are the condense-proxy summarizer. A coding agent's old tool output is being replaced by a digest. Keep what the agent may need later: for code, the path, the structure (declarations with line numbers) and anything that looks wrong; for logs, pass/fail counts, every failing test, every error with its location, the exit status; for searches, the files and the first matches. Exact names, paths and numbers; no commentary. At most 300 words.`
 
 // digestWithLLM asks the summarizer for one output's digest, within the
-// summarizer's timeout, concurrency bound and negative cache.
+// summarizer's timeout, concurrency bound and failure back-off.
 func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input) (string, error) {
 	if until := e.summarizerDownUntil.Load(); until > timeNow().UnixNano() {
 		return "", fmt.Errorf("summarizer recently failing")
@@ -107,20 +107,10 @@ func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input)
 	if len(text) > 24000 {
 		text = text[:12000] + "\n[… middle omitted …]\n" + text[len(text)-12000:]
 	}
-	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
-	defer cancel()
-	select {
-	case e.summarizeSem <- struct{}{}:
-		defer func() { <-e.summarizeSem }()
-	case <-cctx.Done():
-		return "", cctx.Err()
-	}
-	start := timeNow()
-	out, err := e.summarizer.Summarize(cctx, SummaryInput{
+	out, err := e.callSummarizer(ctx, SummaryInput{
 		Model: e.summaryModel(rq), Prompt: digestPrompt, Level: 1, MaxTokens: 600, Credentials: rq.req.Credentials,
 		Text: fmt.Sprintf("Tool %s called with %s. Its output:\n%s", in.Tool, in.Args, text),
 	})
-	e.observeSummarizer(timeNow().Sub(start), err)
 	rq.calls++
 	if err != nil && ctx.Err() == nil {
 		e.summarizerDownUntil.Store(timeNow().Add(e.opts.NegativeTTL).UnixNano())

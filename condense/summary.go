@@ -90,20 +90,10 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		if v, ok := e.getCache(ctx, key); ok { // another replica finished it
 			return string(v), nil
 		}
-		cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
-		defer cancel()
-		select {
-		case e.summarizeSem <- struct{}{}:
-			defer func() { <-e.summarizeSem }()
-		case <-cctx.Done():
-			return "", fmt.Errorf("waiting for a summarizer slot: %w", cctx.Err())
-		}
-		start := timeNow()
-		s, err := e.summarizer.Summarize(cctx, SummaryInput{
+		s, err := e.callSummarizer(ctx, SummaryInput{
 			Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
 			MaxTokens: e.perSummaryTokens(), Credentials: rq.req.Credentials,
 		})
-		e.observeSummarizer(timeNow().Sub(start), err)
 		if err != nil {
 			return "", err
 		}
@@ -124,6 +114,23 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		return decorate(fallback()), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
 	}
 	return v.(string), false, "", nil
+}
+
+// callSummarizer makes one summarizer call within the summary timeout and
+// the bound on calls in flight, and records it.
+func (e *Engine) callSummarizer(ctx context.Context, in SummaryInput) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
+	defer cancel()
+	select {
+	case e.summarizeSem <- struct{}{}:
+		defer func() { <-e.summarizeSem }()
+	case <-cctx.Done():
+		return "", fmt.Errorf("waiting for a summarizer slot: %w", cctx.Err())
+	}
+	start := timeNow()
+	out, err := e.summarizer.Summarize(cctx, in)
+	e.observeSummarizer(timeNow().Sub(start), err)
+	return out, err
 }
 
 func (e *Engine) summaryModel(rq *job) string {
