@@ -161,30 +161,7 @@ func (p *validator) value(depth int) bool {
 			p.ws()
 		}
 	case c == '[':
-		p.i++
-		p.ws()
-		if p.i < len(p.s) && p.s[p.i] == ']' {
-			p.i++
-			return true
-		}
-		for {
-			if !p.value(depth + 1) {
-				return false
-			}
-			p.ws()
-			if p.i >= len(p.s) {
-				return false
-			}
-			if p.s[p.i] == ']' {
-				p.i++
-				return true
-			}
-			if p.s[p.i] != ',' {
-				return false
-			}
-			p.i++
-			p.ws()
-		}
+		return p.array(depth, nil)
 	case c == 't':
 		return p.lit("true")
 	case c == 'f':
@@ -197,12 +174,29 @@ func (p *validator) value(depth int) bool {
 	return false
 }
 
-// elements validates the messages array, recording each element's span.
+// elements validates the messages array, recording each element's span
+// and main fields.
 func (p *validator) elements(depth int) bool {
 	sc := p.scan
 	sc.hasMessages = true
 	sc.messages = sc.messages[:0]
 	sc.fields = sc.fields[:0]
+	return p.array(depth, func(start int) bool {
+		var f MessageFields
+		p.cur, p.curAt = &f, start
+		ok := p.value(depth + 1)
+		p.cur = nil
+		if ok {
+			sc.messages = append(sc.messages, [2]int{start, p.i})
+			sc.fields = append(sc.fields, f)
+		}
+		return ok
+	})
+}
+
+// array validates an array starting at '['. elem, if set, validates each
+// element (starting at the given offset) in place of a plain value.
+func (p *validator) array(depth int, elem func(start int) bool) bool {
 	p.i++ // [
 	p.ws()
 	if p.i < len(p.s) && p.s[p.i] == ']' {
@@ -210,16 +204,15 @@ func (p *validator) elements(depth int) bool {
 		return true
 	}
 	for {
-		start := p.i
-		var f MessageFields
-		p.cur, p.curAt = &f, start
-		ok := p.value(depth + 1)
-		p.cur = nil
+		ok := false
+		if elem != nil {
+			ok = elem(p.i)
+		} else {
+			ok = p.value(depth + 1)
+		}
 		if !ok {
 			return false
 		}
-		sc.messages = append(sc.messages, [2]int{start, p.i})
-		sc.fields = append(sc.fields, f)
 		p.ws()
 		if p.i >= len(p.s) {
 			return false
