@@ -146,19 +146,9 @@ func (p *validator) value(depth int) bool {
 					p.scan.model = [2]int{valStart, p.i}
 				}
 			}
-			p.ws()
-			if p.i >= len(p.s) {
-				return false
+			if done, ok := p.sep('}'); !ok || done {
+				return ok
 			}
-			if p.s[p.i] == '}' {
-				p.i++
-				return true
-			}
-			if p.s[p.i] != ',' {
-				return false
-			}
-			p.i++
-			p.ws()
 		}
 	case c == '[':
 		return p.array(depth, nil)
@@ -213,20 +203,30 @@ func (p *validator) array(depth int, elem func(start int) bool) bool {
 		if !ok {
 			return false
 		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return false
+		if done, ok := p.sep(']'); !ok || done {
+			return ok
 		}
-		if p.s[p.i] == ']' {
-			p.i++
-			return true
-		}
-		if p.s[p.i] != ',' {
-			return false
-		}
+	}
+}
+
+// sep consumes what follows a member of an object or array: the closing
+// byte (done) or a comma and the white space after it. ok is false on
+// anything else.
+func (p *validator) sep(closing byte) (done, ok bool) {
+	p.ws()
+	if p.i >= len(p.s) {
+		return false, false
+	}
+	switch p.s[p.i] {
+	case closing:
+		p.i++
+		return true, true
+	case ',':
 		p.i++
 		p.ws()
+		return false, true
 	}
+	return false, false
 }
 
 func (p *validator) lit(w string) bool {

@@ -82,9 +82,11 @@ func TestReplaySyntheticLongSessions(t *testing.T) {
 	}
 }
 
-// TestReplayCorpus replays every session of the shared corpus.
-func TestReplayCorpus(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
+// corpusFiles lists the shared corpus's sessions, or skips when the folder
+// is absent.
+func corpusFiles(t *testing.T) []string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err != nil {
 		t.Skip("shared corpus absent")
 	}
@@ -92,6 +94,15 @@ func TestReplayCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		t.Fatal("shared corpus folder holds no session")
+	}
+	return files
+}
+
+// TestReplayCorpus replays every session of the shared corpus.
+func TestReplayCorpus(t *testing.T) {
+	files := corpusFiles(t)
 	for _, f := range files {
 		sess, err := corpus.Load(f)
 		if err != nil {
@@ -152,14 +163,7 @@ func TestReplayAuto(t *testing.T) {
 // in real sessions (error lines in tool outputs, paths in tool calls, the
 // task) survive.
 func TestReplayCorpusSelective(t *testing.T) {
-	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("shared corpus absent")
-	}
-	files, err := corpus.Files(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := corpusFiles(t)
 	seen, kept := 0, 0
 	for _, f := range files {
 		sess, err := corpus.Load(f)
