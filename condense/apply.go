@@ -74,7 +74,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 			degraded = append(degraded, it.degraded)
 		}
 	}
-	rc, err := e.counter.Request(rq.limits.Encoding, out)
+	rc, err := e.countOut(rq, out)
 	if err != nil {
 		return nil, fmt.Errorf("counting condensed request: %w", err)
 	}

@@ -276,6 +276,24 @@ type job struct {
 	overhead            int // tokens outside the messages
 	counts              tokenizer.RequestCount
 	hits, misses, calls int
+	// The last condensed body counted, and its count: the strategies count
+	// their result to check it, and Condense reuses that count.
+	countedOut []byte
+	outCount   tokenizer.RequestCount
+}
+
+// countOut counts a condensed body once per job: asked again for the same
+// slice, it returns the count it already made.
+func (e *Engine) countOut(rq *job, out []byte) (tokenizer.RequestCount, error) {
+	if len(out) > 0 && len(out) == len(rq.countedOut) && &out[0] == &rq.countedOut[0] {
+		return rq.outCount, nil
+	}
+	rc, err := e.counter.Request(rq.limits.Encoding, out)
+	if err != nil {
+		return rc, err
+	}
+	rq.countedOut, rq.outCount = out, rc
+	return rc, nil
 }
 
 // Condense decides and, when needed, condenses req. It returns an error
@@ -361,7 +379,7 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 		e.observe(mode, "unchanged", 0)
 		return res, nil
 	}
-	after, err := e.counter.Request(lim.Encoding, out)
+	after, err := e.countOut(rq, out)
 	if err != nil {
 		r.Reason += "; condensed body did not re-count; forwarded unchanged"
 		e.observe(mode, "failed", 0)

@@ -57,7 +57,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report, a
 	if res.Digested+res.Cleared == 0 {
 		return nil, false, nil
 	}
-	after, err := e.counter.Request(rq.limits.Encoding, res.Body)
+	after, err := e.countOut(rq, res.Body)
 	if err != nil {
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
 	}
@@ -79,7 +79,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report, a
 // truncateBody windows body (the request, possibly already digested).
 func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budgets, r *Report) ([]byte, error) {
 	if &body[0] != &rq.body[0] {
-		rc, err := e.counter.Request(rq.limits.Encoding, body)
+		rc, err := e.countOut(rq, body)
 		if err != nil {
 			return nil, fmt.Errorf("counting digested request: %w", err)
 		}
