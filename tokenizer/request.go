@@ -36,6 +36,8 @@ type RequestCount struct {
 	// Fields holds the spans of each message's main fields, relative to
 	// the message's start.
 	Fields []MessageFields
+	// Array is the span of the messages array, brackets included.
+	Array [2]int
 	// Tools is the count of the tools (and functions) definitions.
 	Tools int
 	// CacheHits is how many messages were counted from the cache.
@@ -56,7 +58,7 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
 	sc := scanChat(js)
-	if !sc.valid || !sc.object || !sc.hasMessages {
+	if !sc.valid || !sc.object || !sc.hasMessages || sc.escapedKey {
 		return RequestCount{}, ErrNotChat
 	}
 	if c.maxMessages > 0 && len(sc.messages) > c.maxMessages {
@@ -67,7 +69,7 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 		model = gjson.Parse(js[sc.model[0]:sc.model[1]]).String()
 	}
 	encoding := encodingFor(model)
-	rc := RequestCount{Model: model, Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields}
+	rc := RequestCount{Model: model, Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields, Array: sc.array}
 	for _, sp := range sc.messages {
 		n, hit := c.MessageRaw(encoding, js[sp[0]:sp[1]])
 		rc.Messages = append(rc.Messages, n)
@@ -88,11 +90,6 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 	}
 	rc.Total += rc.Tools + replyPriming
 	return rc, nil
-}
-
-// Message counts one message given as parsed JSON (see MessageRaw).
-func (c *Counter) Message(encoding string, m gjson.Result) (n int, hit bool) {
-	return c.MessageRaw(encoding, m.Raw)
 }
 
 // MessageRaw counts one message given as raw JSON, using the per-message

@@ -83,12 +83,6 @@ func New(o Options) *Counter {
 	}
 }
 
-// Supported reports whether encoding is one the Counter knows.
-func Supported(encoding string) bool {
-	_, ok := codecs[encoding]
-	return ok
-}
-
 func getCodec(encoding string) codec {
 	if f, ok := codecs[encoding]; ok {
 		return f()
@@ -256,11 +250,6 @@ func (c *countCache) putLocked(k uint64, n int) {
 		c.cur = make(map[uint64]int, c.max)
 	}
 	c.cur[k] = n
-}
-
-// Len returns the number of cached message and segment counts.
-func (c *Counter) Len() (messages, segments int) {
-	return c.messages.len(), c.segments.len()
 }
 
 func (c *countCache) len() int {

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unsafe"
 )
 
@@ -37,6 +38,10 @@ type chatScan struct {
 	fields                     []MessageFields
 	tools, functions           [2]int // [start, end) of the value, or zero
 	model                      [2]int // [start, end) of the model value, or zero
+	array                      [2]int // [start, end) of the messages array, brackets included
+	// escapedKey: a top-level key holds an escape, so it may decode to a
+	// key the scan looks for ("mess\u0061ges"); such a body is not read.
+	escapedKey bool
 }
 
 // MessageFields are the spans of a message's main fields, relative to the
@@ -65,6 +70,12 @@ type validator struct {
 	// onField, if set, gets each top-level field of the root object: the
 	// key as written (quoted) and the span of its value.
 	onField func(key string, start, end int)
+	// arrayKey (quoted), if set, names a top-level array field whose
+	// element spans go to arrayElems (reset on a repeated key); onArray
+	// gets the array's span.
+	arrayKey   string
+	arrayElems *[][2]int
+	onArray    func(start, end int)
 }
 
 func (p *validator) ws() {
@@ -116,6 +127,18 @@ func (p *validator) value(depth int) bool {
 				if !p.elements(depth + 1) {
 					return false
 				}
+				p.scan.array = [2]int{valStart, p.i}
+			} else if depth == 0 && p.arrayKey != "" && key == p.arrayKey && p.i < len(p.s) && p.s[p.i] == '[' {
+				elems := (*p.arrayElems)[:0]
+				if !p.array(depth+1, func(start int) bool {
+					ok := p.value(depth + 2)
+					elems = append(elems, [2]int{start, p.i})
+					return ok
+				}) {
+					return false
+				}
+				*p.arrayElems = elems
+				p.onArray(valStart, p.i)
 			} else if !p.value(depth + 1) {
 				return false
 			}
@@ -137,6 +160,9 @@ func (p *validator) value(depth int) bool {
 				p.onField(key, valStart, p.i)
 			}
 			if depth == 0 && p.scan != nil {
+				if strings.IndexByte(key, '\\') >= 0 {
+					p.scan.escapedKey = true
+				}
 				switch key {
 				case `"tools"`:
 					p.scan.tools = [2]int{valStart, p.i}

@@ -1,0 +1,188 @@
+// Package chat is the codec of OpenAI's chat-completions format
+// (POST /v1/chat/completions): the conversation is the top-level
+// "messages" array; a step is a user message, or an assistant message with
+// the "tool" messages answering its tool_calls; a summary or marker is a
+// user message.
+//
+// A Codec is safe for concurrent use.
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Codec reads and writes chat-completions requests.
+type Codec struct {
+	counter *tokenizer.Counter
+}
+
+var _ view.Codec = (*Codec)(nil)
+
+// New returns the chat codec, counting with counter.
+func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
+
+// Format implements view.Codec.
+func (*Codec) Format() string { return "chat" }
+
+// scan is what Parse and Splice need of the scan.
+type scan struct {
+	fields []tokenizer.MessageFields
+}
+
+type tooMany struct{ error }
+
+func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
+
+// Scan implements view.Codec: one validating pass over the body finds the
+// messages, their main fields and the model; each message is counted with
+// the per-message cache.
+func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
+	rc, err := c.counter.RequestFor(body, encodingFor)
+	switch {
+	case errors.Is(err, tokenizer.ErrNotChat):
+		return nil, view.ErrNotRequest
+	case errors.Is(err, tokenizer.ErrTooManyMessages):
+		return nil, tooMany{err}
+	case err != nil:
+		return nil, err
+	}
+	r := &view.Request{Body: body, Model: rc.Model, Total: rc.Total, CacheHits: rc.CacheHits, Items: make([]view.Item, len(rc.Spans)), Array: rc.Array}
+	for i, sp := range rc.Spans {
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: rc.Messages[i]}
+	}
+	sc := &scan{fields: rc.Fields}
+	r.Private = sc
+	// The head: leading system/developer messages, then the first user
+	// message.
+	role := func(i int) string { return span(r.Raw(i), sc.fields[i].Role).Str }
+	h := 0
+	for h < len(r.Items) && (role(h) == view.RoleSystem || role(h) == view.RoleDeveloper) {
+		h++
+	}
+	if h < len(r.Items) && role(h) == view.RoleUser {
+		h++
+	}
+	r.Head = h
+	return r, nil
+}
+
+func span(raw string, sp [2]int) gjson.Result {
+	if sp[1] == 0 {
+		return gjson.Result{}
+	}
+	return gjson.Parse(raw[sp[0]:sp[1]])
+}
+
+// Parse implements view.Codec. The head is the leading system/developer
+// messages and the first user message.
+func (c *Codec) Parse(r *view.Request) error {
+	sc, _ := r.Private.(*scan)
+	keys := []string{"role", "content", "tool_call_id", "tool_calls"}
+	spans := make([][2]int, len(keys))
+	for i := range r.Items {
+		it := &r.Items[i]
+		raw := r.Raw(i)
+		var f tokenizer.MessageFields
+		if sc != nil && i < len(sc.fields) {
+			f = sc.fields[i]
+		} else {
+			tokenizer.FieldSpans(raw, keys, spans)
+			f = tokenizer.MessageFields{Role: spans[0], Content: spans[1], ToolCallID: spans[2], ToolCalls: spans[3]}
+		}
+		it.Role = span(raw, f.Role).Str
+		switch it.Role {
+		case view.RoleTool:
+			id := span(raw, f.ToolCallID).Str
+			it.Glue = true
+			it.Answers = []string{id}
+			it.Outputs = []view.Output{{CallID: id, Start: it.Start, End: it.End, Value: f.Content, Tokens: it.Tokens}}
+		case view.RoleUser:
+			if f.Content[1] > 0 {
+				it.Outputs = []view.Output{{Start: it.Start, End: it.End, Value: f.Content, Tokens: it.Tokens, Own: true}}
+			}
+		case view.RoleAssistant:
+			if f.ToolCalls[1] == 0 {
+				break
+			}
+			j := 0
+			span(raw, f.ToolCalls).ForEach(func(_, tc gjson.Result) bool {
+				call := view.Call{ID: tc.Get("id").Str, Name: tc.Get("function.name").Str}
+				// The path from the message itself: gjson reports the
+				// value's offset in the JSON it was asked of.
+				args := gjson.Get(raw, "tool_calls."+strconv.Itoa(j)+".function.arguments")
+				j++
+				call.Args = args.String()
+				if args.Type == gjson.String && args.Index > 0 {
+					call.ArgsSpan = [2]int{it.Start + args.Index, it.Start + args.Index + len(args.Raw)}
+				}
+				it.Calls = append(it.Calls, call)
+				return true
+			})
+		}
+	}
+	for i := r.Head; i < len(r.Items); i++ {
+		switch role := r.Items[i].Role; role {
+		case view.RoleUser, view.RoleSystem, view.RoleDeveloper, view.RoleAssistant, view.RoleTool, "function":
+		default:
+			return fmt.Errorf("%w: message %d has role %q", view.ErrInvalid, i, role)
+		}
+	}
+	r.Parsed = true
+	return nil
+}
+
+// Text implements view.Codec.
+func (c *Codec) Text(r *view.Request, i int) view.Text {
+	g := gjson.Parse(r.Raw(i))
+	it := r.Items[i]
+	t := view.Text{Role: it.Role, Calls: it.Calls}
+	if it.Role == view.RoleTool {
+		t.Results = []view.Result{{CallID: it.Answers[0], Text: messageText(g)}}
+		return t
+	}
+	t.Text = messageText(g)
+	return t
+}
+
+// messageText is the text of a message's content (string or text parts).
+func messageText(m gjson.Result) string {
+	c := m.Get("content")
+	if c.IsArray() {
+		var parts []string
+		c.ForEach(func(_, p gjson.Result) bool {
+			if t := p.Get("text"); t.Exists() {
+				parts = append(parts, t.String())
+			} else if typ := p.Get("type").Str; typ != "" {
+				parts = append(parts, "["+typ+"]")
+			}
+			return true
+		})
+		return strings.Join(parts, "\n")
+	}
+	return c.String()
+}
+
+// Note implements view.Codec: a user message.
+func (*Codec) Note(text string) []byte {
+	b, _ := json.Marshal(map[string]string{"role": "user", "content": text})
+	return b
+}
+
+// Splice implements view.Codec: the messages array is rewritten as the
+// kept messages and the inserted ones, joined by commas; every other byte
+// of the body stays.
+func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	if r.Array[1] == 0 {
+		return nil, errors.New("chat: no messages array to splice")
+	}
+	return view.SpliceArray(r, r.Array, e), nil
+}

@@ -1,0 +1,178 @@
+// Package responses is the codec of OpenAI's Responses format
+// (POST /v1/responses), the only API Codex CLI speaks.
+//
+// The conversation is the top-level "input" array of items. Codex sends
+// the whole history every turn with store:false: its base prompt as
+// leading developer items, the user's messages, and for each model turn a
+// reasoning item (encrypted_content), the function calls it made
+// (exec_command…) and, from the client, their function_call_output items
+// paired by call_id. A request that continues server-side state
+// (previous_response_id, conversation) carries only the new items: it is
+// counted and forwarded untouched (view.Request.Untouchable).
+//
+// The engine sees:
+//   - the head: the leading run of system/developer/user messages (Codex's
+//     base prompt, AGENTS.md, environment context and the task); once
+//     parsed, extended through the latest compaction item (see Parse);
+//   - steps: a user (or developer) message alone, or one model turn — the
+//     reasoning, assistant messages and calls it produced, glued to each
+//     other — with the outputs answering its calls;
+//   - outputs whose `output` text a digest may replace; reasoning,
+//     compaction and server-side tool items are frozen (dropped with their
+//     step, never edited).
+//
+// Summaries and markers are user messages with one input_text part.
+//
+// A Codec is safe for concurrent use.
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Format is the codec's wire format name.
+const Format = "responses"
+
+// Codec reads and writes Responses requests.
+type Codec struct {
+	counter *tokenizer.Counter
+}
+
+var _ view.Codec = (*Codec)(nil)
+
+// New returns the Responses codec, counting with counter.
+func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
+
+// Format implements view.Codec.
+func (*Codec) Format() string { return Format }
+
+type tooMany struct{ error }
+
+func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
+
+// Scan implements view.Codec: one validating pass over the body finds the
+// top-level fields and the input items; each item is counted with the
+// per-item cache, the instructions and tools with it too.
+//
+// A body that is not a JSON object, has an escaped top-level key (it may
+// decode to one the scan looks for), or whose input is absent or a plain
+// string (a single turn: nothing to condense) is view.ErrNotRequest.
+func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
+	obj, ok := tokenizer.ScanObject(body, "input")
+	if !ok || obj.EscapedKey {
+		return nil, view.ErrNotRequest
+	}
+	in, found := obj.Get("input")
+	if !found || obj.Array[1] == 0 || in != obj.Array {
+		// Absent, a string, or repeated with a non-array last: decoders
+		// take the last occurrence.
+		return nil, view.ErrNotRequest
+	}
+	if err := c.counter.CheckItems(len(obj.Elements)); err != nil {
+		return nil, tooMany{err}
+	}
+	r := &view.Request{Body: body, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
+	if sp, ok := obj.Get("model"); ok {
+		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
+	}
+	enc := encodingFor(r.Model)
+	for i, sp := range obj.Elements {
+		raw := r.Span(sp[0], sp[1])
+		n, hit := c.counter.Cached(enc, "responses-item", raw, func() int { return c.countItem(enc, raw) })
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
+		r.Total += n
+		if hit {
+			r.CacheHits++
+		}
+	}
+	r.Total += c.countRest(enc, r, &obj) + replyPriming
+	r.Head = head(r)
+	r.Untouchable = untouchable(r, &obj)
+	return r, nil
+}
+
+// untouchable says why a request must be forwarded as received: it
+// continues state the upstream keeps (the items before it are not in the
+// body, so nothing here can be condensed, and cutting the new items would
+// lose them for good).
+func untouchable(r *view.Request, obj *tokenizer.Object) string {
+	for _, key := range []string{"previous_response_id", "conversation"} {
+		sp, ok := obj.Get(key)
+		if !ok {
+			continue
+		}
+		v := gjson.Parse(r.Span(sp[0], sp[1]))
+		if v.Type == gjson.Null || (v.Type == gjson.String && v.Str == "") {
+			continue
+		}
+		return key + " continues server-side state"
+	}
+	return ""
+}
+
+// kind returns an item's type and role, from its top-level fields (the
+// last occurrence of a repeated key, as decoders take it). A message may
+// omit its type ("easy input message").
+func kind(raw string) (typ, role string) {
+	var sp [2][2]int
+	if !tokenizer.FieldSpans(raw, []string{"type", "role"}, sp[:]) {
+		return "", ""
+	}
+	typ = strValue(raw, sp[0])
+	role = strValue(raw, sp[1])
+	if typ == "" && role != "" {
+		typ = "message"
+	}
+	return typ, role
+}
+
+func strValue(raw string, sp [2]int) string {
+	if sp[1] == 0 {
+		return ""
+	}
+	return gjson.Parse(raw[sp[0]:sp[1]]).Str
+}
+
+// head returns how many leading items are the head: the leading run of
+// system, developer and user messages (Codex sends its base prompt as
+// developer items, then AGENTS.md and its environment context as user
+// messages, then the task). Parse extends it through the latest
+// compaction item.
+func head(r *view.Request) int {
+	h := 0
+	for h < len(r.Items) {
+		typ, role := kind(r.Raw(h))
+		if typ != "message" || (role != view.RoleSystem && role != view.RoleDeveloper && role != view.RoleUser) {
+			break
+		}
+		h++
+	}
+	return h
+}
+
+func isCompaction(typ string) bool { return typ == "compaction" || typ == "compaction_summary" }
+
+// Note implements view.Codec: a user message with one input_text part.
+func (*Codec) Note(text string) []byte {
+	t, _ := json.Marshal(text)
+	b := make([]byte, 0, len(t)+64)
+	b = append(b, `{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
+	b = append(b, t...)
+	return append(b, "}]}"...)
+}
+
+// Splice implements view.Codec: the input array is rewritten as the kept
+// items and the inserted ones; every other byte of the body stays.
+func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	if r.Array[1] == 0 {
+		return nil, errors.New("responses: no input array to splice")
+	}
+	return view.SpliceArray(r, r.Array, e), nil
+}
