@@ -1,11 +1,13 @@
 package condense
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -16,8 +18,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
@@ -25,7 +29,7 @@ var counter = tokenizer.New(tokenizer.Options{})
 
 func limits(window int) Models {
 	return ModelsFunc(func(string) ModelLimits {
-		return ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1, Known: true}
+		return ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	})
 }
 
@@ -86,7 +90,7 @@ func validate(t testing.TB, b []byte) {
 }
 
 func newEngine(window int, sum Summarizer, opts Options) *Engine {
-	return New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(256 << 20), Summarizer: sum}, opts)
+	return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(window), Cache: cache.NewMemory(256 << 20), Summarizer: sum}, opts)
 }
 
 func TestChunkBoundariesStableAsSessionGrows(t *testing.T) {
@@ -95,11 +99,7 @@ func TestChunkBoundariesStableAsSessionGrows(t *testing.T) {
 		var prev []chunk
 		for k := 10; k <= len(msgs); k += 7 {
 			b := body(t, msgs[:k])
-			rc, err := counter.Request(tokenizer.O200kBase, b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conv, err := parseConversation(rawMessages(b), rc.Messages, rc.Fields)
+			conv, err := parseBody(b)
 			if err != nil {
 				// a prefix may cut between a call and its answers; skip those
 				continue
@@ -122,7 +122,7 @@ func TestParseRejectsBrokenPairs(t *testing.T) {
 		"unknown role":    `[{"role":"user","content":"x"},{"role":"robot","content":"y"}]`,
 	}
 	for name, msgs := range tests {
-		if _, err := parseConversation(rawMessages([]byte(`{"messages":`+msgs+`}`)), nil, nil); !errors.Is(err, errInvalid) {
+		if _, err := parseBody([]byte(`{"messages":` + msgs + `}`)); !errors.Is(err, errInvalid) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -155,8 +155,8 @@ func TestPlanKeepsPairsHeadAndTail(t *testing.T) {
 			t.Fatalf("tail message -%d changed", i)
 		}
 	}
-	if r.TokensAfter > 64000 || r.TokensAfter >= r.TokensBefore {
-		t.Errorf("tokens %d -> %d, target %d", r.TokensBefore, r.TokensAfter, 64000)
+	if r.TokensAfter > r.Trigger || r.TokensAfter >= r.TokensBefore {
+		t.Errorf("tokens %d -> %d, threshold %d", r.TokensBefore, r.TokensAfter, r.Trigger)
 	}
 	if r.Degraded != "" {
 		t.Errorf("degraded: %s", r.Degraded)
@@ -289,27 +289,196 @@ func TestSingleflight(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	e.Close(context.Background())
 	res, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s"})
 	if res.Report.Cache != "hit" {
 		t.Errorf("cache %q after warm-up", res.Report.Cache)
 	}
-	n := strings.Count(res.Report.Summaries, "") // non-zero
-	_ = n
-	chunks := int(calls.Load())
-	levels := 0
-	fmt.Sscanf(res.Report.Summaries, "l1=%d", &levels)
-	if chunks > levels+2 {
-		t.Errorf("%d summarizer calls for %d summaries: concurrent requests duplicated work", chunks, levels)
+	// Every distinct summary (level 1 chunks and their folds) was asked
+	// for once, however many requests needed it at the same time.
+	distinct := 0
+	for _, part := range strings.Split(res.Report.Summaries, ",") {
+		var level, n int
+		if _, err := fmt.Sscanf(part, "l%d=%d", &level, &n); err != nil {
+			t.Fatalf("summaries %q: %v", res.Report.Summaries, err)
+		}
+		distinct += n
+	}
+	if distinct == 0 {
+		t.Fatal("nothing summarized")
+	}
+	// Folded summaries replaced groups of lower ones that were summarized
+	// too; count the calls against an engine that summarized alone.
+	solo := newEngine(32000, SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		return "summary of " + textHash(in.Text), nil
+	}), Options{ChunkTokens: 4000})
+	one, _ := solo.Condense(context.Background(), Request{Body: b, Scope: "s"})
+	if got, want := int(calls.Load()), one.Report.Calls; got != want {
+		t.Errorf("%d summarizer calls for 6 concurrent requests, %d for one alone: concurrent requests duplicated work", got, want)
 	}
 }
 
-func rawMessages(body []byte) []string {
-	var out []string
-	gjson.GetBytes(body, "messages").ForEach(func(_, m gjson.Result) bool {
-		out = append(out, m.Raw)
-		return true
+// blockingSummarizer answers when released; it counts calls and the
+// contexts it saw cancelled.
+type blockingSummarizer struct {
+	release   chan struct{}
+	started   chan struct{}
+	calls     atomic.Int32
+	cancelled atomic.Int32
+	fail      func(in SummaryInput) error
+}
+
+func (b *blockingSummarizer) Summarize(ctx context.Context, in SummaryInput) (string, error) {
+	b.calls.Add(1)
+	if b.fail != nil {
+		if err := b.fail(in); err != nil {
+			return "", err
+		}
+	}
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-b.release:
+		return "## Task and intent\n- summary of " + textHash(in.Text), nil
+	case <-ctx.Done():
+		b.cancelled.Add(1)
+		return "", ctx.Err()
+	}
+}
+
+func TestSharedSummaryOutlivesTheFirstClient(t *testing.T) {
+	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000, SummarizerConcurrency: 1})
+	b := body(t, session(8, 120))
+	first, leave := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := e.Condense(first, Request{Body: b, Scope: "s", Mode: ModeFull})
+		firstDone <- err
+	}()
+	<-sum.started
+	second := make(chan Result, 1)
+	go func() {
+		res, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+		second <- res
+	}()
+	for waiting(&e.flight, firstKey(e)) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	leave()
+	if err := <-firstDone; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first request: %v", err)
+	}
+	close(sum.release)
+	res := <-second
+	if res.Report.Degraded != "" || res.Report.Applied != AppliedFull {
+		t.Fatalf("second request after the first left: %+v", res.Report)
+	}
+	if n := sum.cancelled.Load(); n != 0 {
+		t.Errorf("%d summarizer calls cancelled by the client that left", n)
+	}
+	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+		t.Error("a client leaving counted as a summarizer failure")
+	}
+}
+
+// firstKey is the flight key of the only call in flight.
+func firstKey(e *Engine) string {
+	e.flight.mu.Lock()
+	defer e.flight.mu.Unlock()
+	for k := range e.flight.calls {
+		return k
+	}
+	return ""
+}
+
+func TestBackOffIsPerCallerAndModel(t *testing.T) {
+	var calls atomic.Int32
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		calls.Add(1)
+		if in.Credentials.Get("Authorization") == "Bearer bad" {
+			return "", errors.New("401 invalid key")
+		}
+		return "## Task and intent\n- summary " + textHash(in.Text), nil
 	})
-	return out
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000})
+	b := body(t, session(8, 120))
+	bad, _ := e.Condense(context.Background(), Request{Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
+	if !strings.Contains(bad.Report.Degraded, "summarizer failed") {
+		t.Fatalf("bad key: %+v", bad.Report)
+	}
+	before := calls.Load()
+	again, _ := e.Condense(context.Background(), Request{Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
+	if calls.Load() != before || !strings.Contains(again.Report.Degraded, "recently failing") {
+		t.Fatalf("the failing caller was not backed off: %d more calls, %+v", calls.Load()-before, again.Report)
+	}
+	good, _ := e.Condense(context.Background(), Request{Body: b, Scope: "good", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer good"}}})
+	if good.Report.Degraded != "" || calls.Load() == before {
+		t.Fatalf("another caller was degraded by the first one's failures: %+v", good.Report)
+	}
+}
+
+func TestSlotWaitIsNotAFailure(t *testing.T) {
+	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000, SummarizerConcurrency: 1, SummaryTimeout: 50 * time.Millisecond, MaxWait: time.Minute})
+	// Hold the only slot.
+	e.summarizeSem <- struct{}{}
+	b := body(t, session(8, 120))
+	res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Report.Degraded, "busy") {
+		t.Fatalf("degraded %q, want the summarizer busy", res.Report.Degraded)
+	}
+	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+		t.Fatal("waiting for a slot counted as a summarizer failure")
+	}
+	if sum.calls.Load() != 0 {
+		t.Fatalf("%d calls made without a slot", sum.calls.Load())
+	}
+	<-e.summarizeSem
+}
+
+func TestMaxWaitGoesOnWithWhatIsReady(t *testing.T) {
+	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000, MaxWait: 20 * time.Millisecond})
+	b := body(t, session(8, 120))
+	res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Applied != AppliedFull || !strings.Contains(res.Report.Degraded, "max_wait") {
+		t.Fatalf("report %+v, want full condensing degraded by max_wait", res.Report)
+	}
+	validate(t, res.Body)
+	// The call started goes on and lands in the cache.
+	close(sum.release)
+	e.Close(context.Background())
+	if sum.cancelled.Load() != 0 {
+		t.Fatal("the summarizer call was cancelled when the request stopped waiting")
+	}
+	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+		t.Fatal("max_wait counted as a summarizer failure")
+	}
+	calls := sum.calls.Load()
+	next, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	if next.Report.Cache == "miss" || next.Report.Cache == "" {
+		t.Errorf("the late summary was not cached: cache %q", next.Report.Cache)
+	}
+	_ = calls
+}
+
+// parseBody scans and parses a chat body as the engine does.
+func parseBody(body []byte) (*conversation, error) {
+	codec := chat.New(counter)
+	r, err := codec.Scan(body, func(string) string { return tokenizer.O200kBase })
+	if err != nil {
+		return nil, err
+	}
+	return newConversation(r, codec)
 }
 
 func TestSelectiveLLMDigests(t *testing.T) {
@@ -347,9 +516,401 @@ func TestSelectiveLLMDigests(t *testing.T) {
 	// A failing summarizer: the deterministic digests, and the request
 	// still goes.
 	fail.Store(true)
-	e2 := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
+	e2 := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm", NegativeTTL: time.Nanosecond})
 	res2, err := e2.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil || res2.Report.Applied == AppliedNone || strings.Contains(string(res2.Body), "LLM digest") || !strings.Contains(string(res2.Body), "condense-proxy digest") {
 		t.Fatalf("fallback: err %v report %+v", err, res2.Report)
+	}
+	// The fallback digests were not kept as if they were the LLM's: once
+	// the summarizer is back, the next request gets LLM digests.
+	fail.Store(false)
+	res3, err := e2.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil || !strings.Contains(string(res3.Body), "LLM digest") {
+		t.Fatalf("after the summarizer recovered: err %v, LLM digests %v", err, strings.Contains(string(res3.Body), "LLM digest"))
+	}
+}
+
+func TestLLMDigestsSharedAcrossRequests(t *testing.T) {
+	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	e := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
+	sess, _ := corpus.Synthetic(33, 420_000)
+	b, _ := sess.Request("gpt-4o", 0)
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		}()
+	}
+	<-sum.started
+	for waiting(&e.flight, firstKey(e)) < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	close(sum.release)
+	wg.Wait()
+	solo := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
+	close(solo.release)
+	one := newEngine(128000, solo, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
+	one.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if got, want := sum.calls.Load(), solo.calls.Load(); got != want || want == 0 {
+		t.Errorf("4 concurrent requests made %d digest calls; one alone makes %d", got, want)
+	}
+}
+
+func TestCountOnlyHasNoSideEffects(t *testing.T) {
+	var calls atomic.Int32
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		calls.Add(1)
+		return "## Task and intent\n- canned", nil
+	})
+	mem := cache.NewMemory(256 << 20)
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: mem, Summarizer: sum}, Options{})
+	b := body(t, session(5, 150))
+	for _, mode := range []string{ModeFull, ModeAuto, ModeSelective, ModeTruncate} {
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s", CountOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.Applied == AppliedNone || res.Report.TokensAfter >= res.Report.TokensBefore {
+			t.Fatalf("%s: count-only request not condensed: %+v", mode, res.Report)
+		}
+		validate(t, res.Body)
+	}
+	e.Close(context.Background())
+	if n := calls.Load(); n != 0 {
+		t.Errorf("counting made %d summarizer calls", n)
+	}
+	if n := mem.Bytes(); n != 0 {
+		t.Errorf("counting wrote %d bytes to the cache", n)
+	}
+	// The same request for real: the summarizer is called, and a count
+	// made afterwards equals what was forwarded.
+	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s"})
+	if err != nil || calls.Load() == 0 {
+		t.Fatalf("real request: err %v, %d summarizer calls", err, calls.Load())
+	}
+	count, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s", CountOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count.Report.TokensAfter != res.Report.TokensAfter || !bytes.Equal(count.Body, res.Body) {
+		t.Errorf("count after the real request: %d tokens, forwarded %d", count.Report.TokensAfter, res.Report.TokensAfter)
+	}
+}
+
+// countingCache counts writes.
+type countingCache struct {
+	*cache.Memory
+	sets atomic.Int32
+	keys sync.Map
+}
+
+func (c *countingCache) Set(ctx context.Context, key string, v []byte, ttl time.Duration) {
+	c.sets.Add(1)
+	c.keys.Store(key, true)
+	c.Memory.Set(ctx, key, v, ttl)
+}
+
+func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {
+	summaries := &countingCache{Memory: cache.NewMemory(64 << 20)}
+	originals := &countingCache{Memory: cache.NewMemory(64 << 20)}
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: summaries, Originals: originals}, Options{Summarizer: "extractive", SelectiveEnabled: true})
+	b := body(t, session(5, 150))
+	for _, mode := range []string{ModeSelective, ModeFull, ModeTruncate} {
+		first, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+		if err != nil || len(first.Report.Changes) == 0 {
+			t.Fatalf("%s: err %v, %d changes", mode, err, len(first.Report.Changes))
+		}
+		writes := originals.sets.Load()
+		if writes == 0 {
+			t.Fatalf("%s: no original written", mode)
+		}
+		again, _ := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+		if !bytes.Equal(again.Body, first.Body) {
+			t.Fatalf("%s: the same request condensed differently", mode)
+		}
+		if n := originals.sets.Load(); n != writes {
+			t.Errorf("%s: the same request rewrote %d originals", mode, n-writes)
+		}
+		for _, c := range first.Report.Changes {
+			if _, ok := e.Originals(context.Background(), "s", c.ID); !ok {
+				t.Errorf("%s: original %s (%s) not retrievable", mode, c.ID, c.Kind)
+			}
+			if _, ok := e.Originals(context.Background(), "other", c.ID); ok {
+				t.Errorf("%s: original %s readable by another scope", mode, c.ID)
+			}
+		}
+	}
+	summaries.keys.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), "orig:") {
+			t.Errorf("original %s written to the summaries' cache", k)
+		}
+		return true
+	})
+}
+
+// bigFile is a file read of about n characters, with a planted line.
+func bigFile(n int) string {
+	var b strings.Builder
+	for i := 1; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%6d\tfunc handler%d(w http.ResponseWriter, r *http.Request) { serve(w, r, %d) }\n", i, i, i)
+	}
+	return b.String()
+}
+
+func TestNewestStepIsNeverDropped(t *testing.T) {
+	readCall := func(id string) map[string]any {
+		return map[string]any{"role": "assistant", "content": "Reading the server.", "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": `{"path":"server/handlers.go"}`}}}}
+	}
+	older := session(4, 30)
+	cases := map[string][]map[string]any{
+		// The request ends with the result of a 130,000-character read.
+		"newest step is the read": append(append([]map[string]any{}, older...), readCall("read1"),
+			map[string]any{"role": "tool", "tool_call_id": "read1", "content": bigFile(130000)}),
+		// The read is followed by a small step.
+		"read one step back": append(append([]map[string]any{}, older...), readCall("read1"),
+			map[string]any{"role": "tool", "tool_call_id": "read1", "content": bigFile(130000)},
+			map[string]any{"role": "assistant", "content": "Checking git.", "tool_calls": []map[string]any{{"id": "git1", "type": "function",
+				"function": map[string]any{"name": "bash", "arguments": `{"command":"git status"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": "git1", "content": "nothing to commit"}),
+		// An agent that pastes tool results into user messages.
+		"pasted result in a user message": append(append([]map[string]any{}, older...),
+			map[string]any{"role": "assistant", "content": "<read_file><path>server/handlers.go</path></read_file>"},
+			map[string]any{"role": "user", "content": "[read_file for 'server/handlers.go'] Result:\n" + bigFile(130000)}),
+	}
+	for name, msgs := range cases {
+		for _, mode := range []string{ModeAuto, ModeFull, ModeSelective, ModeTruncate} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				mem := cache.NewMemory(64 << 20)
+				e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: mem}, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 4000})
+				b := body(t, msgs)
+				res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := res.Report
+				if r.Applied == AppliedNone || r.TokensAfter > r.Window {
+					t.Fatalf("not brought within the window: %+v", r)
+				}
+				validate(t, res.Body)
+				out := string(res.Body)
+				for _, want := range []string{`"Reading the server."`, `<read_file><path>`} {
+					if strings.Contains(string(b), want) && !strings.Contains(out, want) {
+						t.Errorf("the newest steps lost %s", want)
+					}
+				}
+				if !strings.Contains(out, "condense-proxy digest of") {
+					t.Fatal("the large result was not digested")
+				}
+				// The last message is still the last one, and the digest's
+				// original is retrievable.
+				var digests int
+				for _, c := range r.Changes {
+					if c.Kind == ChangeDigest {
+						digests++
+						if _, ok := e.Originals(context.Background(), "s", c.ID); !ok {
+							t.Errorf("original of digest %s not kept", c.ID)
+						}
+					}
+				}
+				if digests == 0 {
+					t.Error("no digest reported in the changes")
+				}
+				if !strings.Contains(r.Degraded, "newest steps") {
+					t.Errorf("degraded %q does not say the newest steps were shrunk", r.Degraded)
+				}
+			})
+		}
+	}
+}
+
+func TestNewestStepThatCannotFitIsForwarded(t *testing.T) {
+	msgs := append(session(4, 10), map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": []map[string]any{{"id": "r", "type": "function",
+		"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
+		map[string]any{"role": "tool", "tool_call_id": "r", "content": bigFile(130000)})
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+		Options{Summarizer: "extractive", SelectiveEnabled: true, Selective: selective.Options{ExcludeTools: []string{"read_file"}}})
+	b := body(t, msgs)
+	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeTruncate, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Applied != AppliedNone || !bytes.Equal(res.Body, b) || !strings.Contains(res.Report.Degraded, "too large") {
+		t.Fatalf("an excluded output that cannot fit: %+v", res.Report)
+	}
+}
+
+func TestSelectiveKeepsItsDigestsWhenTheWindowOmitsNothing(t *testing.T) {
+	call := func(id, tool string) map[string]any {
+		return map[string]any{"role": "assistant", "content": "step " + id, "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": tool, "arguments": `{"path":"x.go"}`}}}}
+	}
+	msgs := []map[string]any{{"role": "system", "content": "agent"}, {"role": "user", "content": "task"},
+		call("a", "read_file"), {"role": "tool", "tool_call_id": "a", "content": bigFile(60000)},
+		call("b", "pinned"), {"role": "tool", "tool_call_id": "b", "content": bigFile(45000)},
+		call("c", "pinned"), {"role": "tool", "tool_call_id": "c", "content": bigFile(45000)},
+	}
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+		Options{Summarizer: "extractive", SelectiveEnabled: true, Selective: selective.Options{KeepRecentToolOutputs: -1, ExcludeTools: []string{"pinned"}}})
+	b := body(t, msgs)
+	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Applied != AppliedSelective || !strings.Contains(string(res.Body), "condense-proxy digest of read_file") {
+		t.Fatalf("digests discarded: %+v", res.Report)
+	}
+	validate(t, res.Body)
+}
+
+func TestPrefixReused(t *testing.T) {
+	e := newEngine(128000, nil, Options{Summarizer: "extractive"})
+	msgs := session(2, 40)
+	first, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:20]), Scope: "s"})
+	if first.Report.PrefixReused != -1 {
+		t.Fatalf("first request: reused %d, want -1 (unknown)", first.Report.PrefixReused)
+	}
+	// The agent appends: everything sent before is reused.
+	next, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:30]), Scope: "s"})
+	if r := next.Report; r.PrefixReused != first.Report.TokensAfter {
+		t.Errorf("append-only: reused %d of %d (previous %d)", r.PrefixReused, r.TokensAfter, first.Report.TokensAfter)
+	}
+	// Another caller with the same conversation knows nothing of it.
+	other, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:30]), Scope: "t"})
+	if other.Report.PrefixReused != -1 {
+		t.Errorf("another scope: reused %d", other.Report.PrefixReused)
+	}
+	// An edited early message breaks the prefix there.
+	edited := append([]map[string]any{}, msgs[:31]...)
+	edited[3] = map[string]any{"role": edited[3]["role"], "tool_call_id": edited[3]["tool_call_id"], "content": "changed"}
+	br, _ := e.Condense(context.Background(), Request{Body: body(t, edited), Scope: "s"})
+	if br.Report.PrefixReused <= 0 || br.Report.PrefixReused >= next.Report.TokensAfter/2 {
+		t.Errorf("edited message 3: reused %d of %d", br.Report.PrefixReused, br.Report.TokensAfter)
+	}
+}
+
+// TestCutsMoveInStrides replays a growing session request by request: a
+// condensed request keeps the previous one's items as its prefix until it
+// would cross the threshold, then its cut jumps a whole stride, so the
+// prefix breaks about once per stride of growth, never once per turn.
+func TestCutsMoveInStrides(t *testing.T) {
+	sess, _ := corpus.Synthetic(7, 700_000)
+	const window = 64000
+	for _, mode := range []string{ModeTruncate, ModeFull, ModeSelective, ModeAuto} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEngine(window, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
+			var prev Report
+			breaks, condensed, first := 0, 0, 0
+			for _, n := range sess.TurnEnds() {
+				b, _ := sess.Request("gpt-4o", n)
+				res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := res.Report
+				if r.TokensAfter > r.Trigger {
+					t.Fatalf("request of %d messages forwarded with %d tokens, over the threshold %d", n, r.TokensAfter, r.Trigger)
+				}
+				if r.Applied != AppliedNone {
+					if condensed == 0 {
+						first = r.TokensBefore
+					}
+					condensed++
+					if prev.Applied != AppliedNone && r.PrefixReused < prev.TokensAfter {
+						breaks++
+					}
+				}
+				prev = r
+			}
+			// Selective mode has two such grids — how much is digested, and
+			// how far back outputs are protected — so up to two breaks per
+			// stride.
+			stride := int(window * (0.8 - 0.5))
+			allowed := 2*(prev.TokensBefore-first)/stride + 3
+			if condensed < 50 {
+				t.Fatalf("only %d requests condensed", condensed)
+			}
+			if breaks > allowed {
+				t.Errorf("%d prefix breaks over %d condensed requests (%d tokens of growth): more than two per stride (%d allowed)", breaks, condensed, prev.TokensBefore-first, allowed)
+			}
+		})
+	}
+}
+
+// TestNextFoldPreparedAhead: once a conversation is condensed, the
+// summaries its next fold needs are written in the background, so most
+// requests that fold wait for no summarizer call (only a chunk completed
+// by the very request that folds it cannot have been prepared).
+func TestNextFoldPreparedAhead(t *testing.T) {
+	var calls atomic.Int32
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		calls.Add(1)
+		return "## Task and intent\n- summary " + textHash(in.Text+in.Previous), nil
+	})
+	e := newEngine(64000, sum, Options{})
+	sess, _ := corpus.Synthetic(7, 700_000)
+	condensed, folds, waited := 0, 0, 0
+	prev := ""
+	for _, n := range sess.TurnEnds() {
+		b, _ := sess.Request("gpt-4o", n)
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Close(context.Background()) // background work done before the next turn
+		r := res.Report
+		if r.Applied != AppliedFull {
+			continue
+		}
+		if condensed > 0 && r.Summaries != prev {
+			folds++
+			if r.Cache != "hit" {
+				t.Logf("request of %d messages: cache %s, summaries %s", n, r.Cache, r.Summaries)
+				waited++
+			}
+		}
+		prev = r.Summaries
+		condensed++
+	}
+	if condensed < 50 || folds < 4 || calls.Load() == 0 {
+		t.Fatalf("%d requests condensed, %d folds, %d summarizer calls", condensed, folds, calls.Load())
+	}
+	if waited*2 > folds {
+		t.Errorf("%d of %d folds waited for a summary", waited, folds)
+	}
+}
+
+// TestNewestOutputDigestedLast: when the newest steps together are over
+// budget, the older ones' outputs give way first; the output the agent
+// just asked for stays verbatim while that is enough.
+func TestNewestOutputDigestedLast(t *testing.T) {
+	msgs := session(4, 10)
+	var newest string
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("cat%d", i)
+		content := strings.Repeat(fmt.Sprintf("step %d: building module, compiling sources, linking objects\n", i), 1000+100*i)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "bash", "arguments": fmt.Sprintf(`{"command":"cat f%d.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": content})
+		newest = content
+	}
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+		Options{Summarizer: "extractive", SelectiveEnabled: true})
+	res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Mode: ModeTruncate, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Report.Applied == AppliedNone || res.Report.TokensAfter > res.Report.Trigger {
+		t.Fatalf("not condensed under the threshold: %+v", res.Report)
+	}
+	validate(t, res.Body)
+	last := gjson.GetBytes(res.Body, "messages.@reverse.0.content").String()
+	if last != newest {
+		t.Errorf("the newest output was digested (%d chars left of %d) while older ones could give way", len(last), len(newest))
+	}
+	if n := strings.Count(string(res.Body), "condense-proxy digest of bash"); n == 0 {
+		t.Error("no older output digested")
 	}
 }

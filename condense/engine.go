@@ -20,12 +20,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sync/singleflight"
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Modes a request can ask for.
@@ -50,7 +50,6 @@ type ModelLimits struct {
 	Threshold    float64 // fraction of Window that triggers condensing
 	Encoding     string  // tokenizer encoding
 	SafetyFactor float64 // >= 1; multiplies counts of non-OpenAI models
-	Known        bool    // false: Window is the configured default
 }
 
 // Models resolves a model name to its limits.
@@ -99,6 +98,11 @@ type Options struct {
 	SummaryModel string
 	// SummaryTimeout bounds one summarizer call. Default 60s.
 	SummaryTimeout time.Duration
+	// MaxWait bounds how long one request waits for summaries: past it the
+	// request goes on with what is ready (extractive summaries, the
+	// window) and says so in its report; the summarizer calls already
+	// started finish in the background and are cached. Default 30s.
+	MaxWait time.Duration
 	// SummaryMaxTokens bounds one summary. Default 2000.
 	SummaryMaxTokens int
 	// Prompt is the summarizer's system prompt. Default DefaultPrompt.
@@ -146,6 +150,9 @@ func (o *Options) defaults() {
 	if o.SummaryTimeout <= 0 {
 		o.SummaryTimeout = 60 * time.Second
 	}
+	if o.MaxWait <= 0 {
+		o.MaxWait = 30 * time.Second
+	}
 	if o.SummaryMaxTokens <= 0 {
 		o.SummaryMaxTokens = 2000
 	}
@@ -168,7 +175,9 @@ func (o *Options) defaults() {
 
 // Request is one request to condense.
 type Request struct {
-	Body  []byte
+	Body []byte
+	// Codec reads and writes the body's wire format; nil: Deps.Codec.
+	Codec view.Codec
 	Mode  string // one of the Mode constants; "" means ModeAuto
 	Force bool   // condense even under the threshold
 	// Scope identifies the caller (a hash of its credentials, never the
@@ -177,6 +186,11 @@ type Request struct {
 	// Credentials are the caller's own headers (Authorization…) for the
 	// summarizer's upstream call. Never logged or cached.
 	Credentials http.Header
+	// CountOnly asks what would be forwarded without side effects (a
+	// count_tokens request): no summarizer call (summaries and digests
+	// come from the cache or are extractive), nothing written, no
+	// background work, no metrics.
+	CountOnly bool
 }
 
 // Report says what the Engine did with a request.
@@ -195,6 +209,23 @@ type Report struct {
 	Cache        string // hit, miss or partial, when summaries were used
 	Calls        int    // summarizer calls made for this request
 	Duration     time.Duration
+
+	// Format is the wire format of the request (chat, messages, responses).
+	Format string
+	// Conversation identifies the conversation within the caller's scope
+	// (a hash of the request's head); "" when the body was not counted.
+	Conversation string
+	// Changes lists what was replaced, when the request was condensed.
+	Changes []Change
+	// Received and Forwarded are the shapes of the request as received
+	// and as forwarded (Forwarded is nil when nothing changed).
+	Received, Forwarded []ItemShape
+	// PrefixReused is how many leading tokens of the forwarded request
+	// were identical to the conversation's previous forwarded request
+	// (-1: no previous request known).
+	PrefixReused int
+
+	safety float64 // the model's safety factor, for counts reported
 }
 
 // Result is the body to forward and the report.
@@ -213,20 +244,30 @@ type Engine struct {
 	observer   Observer
 	opts       Options
 	log        *slog.Logger
+	codec      view.Codec
+	originals  Cache
+	written    *recentSet // originals written lately, not written again
+	prefixes   *prefixLog // each conversation's last forwarded request
 
-	flight              singleflight.Group
-	summarizerDownUntil atomic.Int64
-	prepareSem          chan struct{}
-	summarizeSem        chan struct{} // summarizer calls in flight
-	preparing           sync.Map      // key -> struct{}: conversations being prepared
-	bg                  sync.WaitGroup
+	flight       flight
+	downUntil    sync.Map // backoffKey -> unix nanos: summarizer suspended until then
+	backoffSweep atomic.Int64
+	prepareSem   chan struct{}
+	summarizeSem chan struct{} // summarizer calls in flight
+	preparing    sync.Map      // key -> struct{}: conversations being prepared
+	bg           sync.WaitGroup
 }
 
 // Deps are the Engine's collaborators; all but Counter and Models may be
 // nil (no cache: nothing is kept between requests; no summarizer: the
-// extractive summaries; no observer: no metrics; no logger: slog.Default).
+// extractive summaries; no observer: no metrics; no logger: slog.Default;
+// no codec: every Request names its own).
 type Deps struct {
-	Counter    *tokenizer.Counter
+	Counter *tokenizer.Counter
+	Codec   view.Codec // for requests that name none
+	// Originals keeps what condensing replaced, apart from the summaries
+	// so large originals never push summaries out; nil: Cache.
+	Originals  Cache
 	Models     Models
 	Cache      Cache
 	Summarizer Summarizer
@@ -245,13 +286,21 @@ func New(d Deps, opts Options) *Engine {
 	if d.Cache != nil {
 		selCache = d.Cache
 	}
-	return &Engine{
+	e := &Engine{
 		sel:     selective.New(opts.Selective, count, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
-		observer: d.Observer, opts: opts, log: d.Logger,
+		observer: d.Observer, opts: opts, log: d.Logger, codec: d.Codec,
 		prepareSem:   make(chan struct{}, opts.PrepareConcurrency),
 		summarizeSem: make(chan struct{}, opts.SummarizerConcurrency),
 	}
+	e.flight.wg = &e.bg // shared calls outliving their requests are drained on Close
+	e.originals = d.Originals
+	if e.originals == nil {
+		e.originals = d.Cache
+	}
+	e.written = newRecentSet(opts.OriginalsTTL/4, 100000)
+	e.prefixes = newPrefixLog(20000)
+	return e
 }
 
 // Close waits for background summarizations to finish or ctx to end.
@@ -269,63 +318,145 @@ func (e *Engine) Close(ctx context.Context) error {
 // job is one request being condensed.
 type job struct {
 	req                 Request
+	codec               view.Codec
 	model               string
 	limits              ModelLimits
-	body                []byte
-	conv                *conversation
-	overhead            int // tokens outside the messages
-	counts              tokenizer.RequestCount
+	in                  *view.Request // the request as scanned
+	conv                *conversation // in, parsed (condensing only)
+	overhead            int           // tokens outside the items
 	hits, misses, calls int
-	// The last condensed body counted, and its count: the strategies count
+	changes             []Change
+	degraded            []string // why summaries fell back, in order
+	// stop closes when the request's max_wait is over (nil: never, for
+	// background work).
+	stop <-chan struct{}
+	// shrunk: the newest steps' outputs were digested already (the
+	// window does not try again).
+	shrunk bool
+	// over: the request as received is over the threshold.
+	over bool
+	// grid holds the received request's step tokens: stride grids are
+	// laid on them, so they stay put when digests change the counts.
+	grid []int
+	// orig is the received request's conversation when conv is a
+	// digested copy of it (item for item).
+	orig *conversation
+	// The last condensed body counted, and its scan: the strategies count
 	// their result to check it, and Condense reuses that count.
 	countedOut []byte
-	outCount   tokenizer.RequestCount
+	out        *view.Request
 }
 
-// countOut counts a condensed body once per job: asked again for the same
-// slice, it returns the count it already made.
-func (e *Engine) countOut(rq *job, out []byte) (tokenizer.RequestCount, error) {
+// received is the conversation as received (conv unless conv is a
+// digested copy).
+func (rq *job) received() *conversation {
+	if rq.orig != nil {
+		return rq.orig
+	}
+	return rq.conv
+}
+
+// windowed reports whether the conversation has a remembered window cut.
+func (e *Engine) windowed(ctx context.Context, rq *job) bool {
+	_, ok := e.getCache(ctx, rq.cutKey(false))
+	return ok
+}
+
+// gridTokens returns the received request's step tokens, on which stride
+// grids are laid.
+func (rq *job) gridTokens() []int {
+	if rq.grid == nil {
+		rq.grid = make([]int, len(rq.conv.steps))
+		for i, s := range rq.conv.steps {
+			rq.grid[i] = s.tokens
+		}
+	}
+	return rq.grid
+}
+
+// waitOver reports whether the request's max_wait is over.
+func (rq *job) waitOver() bool {
+	select {
+	case <-rq.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// countOut scans a condensed body once per job: asked again for the same
+// slice, it returns the scan it already made.
+func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
 	if len(out) > 0 && len(out) == len(rq.countedOut) && &out[0] == &rq.countedOut[0] {
-		return rq.outCount, nil
+		return rq.out, nil
 	}
-	rc, err := e.counter.Request(rq.limits.Encoding, out)
+	enc := rq.limits.Encoding
+	vr, err := rq.codec.Scan(out, func(string) string { return enc })
 	if err != nil {
-		return rc, err
+		return nil, err
 	}
-	rq.countedOut, rq.outCount = out, rc
-	return rc, nil
+	rq.countedOut, rq.out = out, vr
+	return vr, nil
 }
 
 // Condense decides and, when needed, condenses req. It returns an error
 // only when ctx ends; any other failure yields the original body and a
 // report that says why.
-func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
+func (e *Engine) Condense(ctx context.Context, req Request) (res Result, err error) {
 	start := timeNow()
-	res := Result{Body: req.Body, Report: Report{Applied: AppliedNone}}
+	// res is the named result, so the deferred report updates reach the
+	// caller.
+	res = Result{Body: req.Body, Report: Report{Applied: AppliedNone}}
 	r := &res.Report
-	defer func() { r.Duration = timeNow().Sub(start) }()
+	r.PrefixReused = -1
+	var fwd *view.Request // the request forwarded, scanned
+	defer func() {
+		if fwd != nil && !req.CountOnly {
+			// What a provider's prompt cache can serve of this request.
+			if n := e.prefixes.reused(req.Scope+"\x00"+r.Conversation, summarizeForPrefix(fwd)); n >= 0 {
+				r.PrefixReused = scale(n, r.safety)
+			}
+		}
+		r.Duration = timeNow().Sub(start)
+	}()
 
+	observe := e.observe
+	if req.CountOnly {
+		observe = func(string, string, int) {}
+	}
+	codec := req.Codec
+	if codec == nil {
+		codec = e.codec
+	}
+	if codec == nil {
+		r.Reason = "no codec for this request; forwarded unchanged"
+		return res, nil
+	}
 	var lim ModelLimits
-	rc, err := e.counter.RequestFor(req.Body, func(model string) string {
+	vr, err := codec.Scan(req.Body, func(model string) string {
 		lim = e.models.Limits(model)
 		return lim.Encoding
 	})
-	model := rc.Model
-	if errors.Is(err, tokenizer.ErrNotChat) {
-		r.Reason = "not a chat request; forwarded unchanged"
+	if errors.Is(err, view.ErrNotRequest) {
+		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
 		return res, nil
 	}
 	if err != nil {
 		// Too many messages: the caller refuses the request.
 		return res, fmt.Errorf("counting tokens: %w", err)
 	}
+	model := vr.Model
 	r.Model = model
+	r.Format = codec.Format()
 	r.Counted = true
-	r.Messages = len(rc.Messages)
+	r.Messages = len(vr.Items)
 	r.Window = lim.Window
-	r.TokensBefore = scale(rc.Total, lim.SafetyFactor)
+	r.TokensBefore = scale(vr.Total, lim.SafetyFactor)
 	r.TokensAfter = r.TokensBefore
 	r.Trigger = int(float64(lim.Window) * lim.Threshold)
+	r.Conversation = conversationID(vr)
+	r.safety = lim.SafetyFactor
+	fwd = vr
 
 	mode := req.Mode
 	if mode == "" {
@@ -337,11 +468,18 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 		r.Reason = "mode off"
 		return res, nil
 	}
-	rq := &job{req: req, model: model, limits: lim, body: req.Body}
+	rq := &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over}
+	if vr.Untouchable != "" {
+		r.Reason = vr.Untouchable + "; forwarded unchanged"
+		if over || tooMany || req.Force {
+			addDegraded(r, vr.Untouchable+"; not condensed")
+		}
+		return res, nil
+	}
 	if !over && !tooMany && !req.Force {
 		r.Reason = "under threshold"
-		if e.prepareAt(lim) < r.TokensBefore && (mode == ModeFull || mode == ModeAuto) {
-			e.prepare(rq, rc)
+		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && (mode == ModeFull || mode == ModeAuto) {
+			e.prepare(rq)
 		}
 		return res, nil
 	}
@@ -353,9 +491,9 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	default:
 		r.Reason = "forced"
 	}
-	if err := e.parse(rq, rc); err != nil {
+	if err := e.parse(rq); err != nil {
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		e.observe(mode, "invalid", 0)
+		observe(mode, "invalid", 0)
 		return res, nil
 	}
 	if mode == ModeSelective && !e.opts.SelectiveEnabled {
@@ -365,37 +503,45 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	if mode == ModeAuto && !e.opts.SelectiveEnabled {
 		mode = ModeFull
 	}
-	rq.counts = rc
+	r.Received = shapes(rq.in)
+	wait, cancelWait := context.WithTimeout(context.Background(), e.opts.MaxWait)
+	defer cancelWait()
+	rq.stop = wait.Done()
 	out, err := e.condense(ctx, rq, mode, r)
 	if err != nil {
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		e.observe(mode, "failed", 0)
+		observe(mode, "failed", 0)
 		return res, nil
 	}
 	if out == nil {
-		e.observe(mode, "unchanged", 0)
+		observe(mode, "unchanged", 0)
 		return res, nil
 	}
 	after, err := e.countOut(rq, out)
 	if err != nil {
 		r.Reason += "; condensed body did not re-count; forwarded unchanged"
-		e.observe(mode, "failed", 0)
+		observe(mode, "failed", 0)
 		return res, nil
 	}
 	afterTokens := scale(after.Total, lim.SafetyFactor)
 	if afterTokens >= r.TokensBefore {
 		r.Reason += "; condensing did not shrink the request; forwarded unchanged"
 		r.Applied = AppliedNone
-		e.observe(mode, "unchanged", 0)
+		observe(mode, "unchanged", 0)
 		return res, nil
 	}
 	res.Body = out
+	fwd = after
 	r.TokensAfter = afterTokens
+	r.Changes = rq.changes
+	if after.Parsed || codec.Parse(after) == nil {
+		r.Forwarded = shapes(after)
+	}
 	r.Calls = rq.calls
-	e.observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
+	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
 	return res, nil
 }
 
@@ -419,26 +565,35 @@ func (e *Engine) prepareAt(lim ModelLimits) int {
 	return int(float64(lim.Window) * f)
 }
 
-// parse splits the request's messages into head and steps.
-func (e *Engine) parse(rq *job, rc tokenizer.RequestCount) error {
-	// The body is never modified (a condensed body is a new slice), so the
-	// messages are views into it, not copies.
-	js := unsafe.String(unsafe.SliceData(rq.body), len(rq.body))
-	raws := make([]string, len(rc.Spans))
-	for i, sp := range rc.Spans {
-		raws[i] = js[sp[0]:sp[1]]
-	}
-	conv, err := parseConversation(raws, rc.Messages, rc.Fields)
+// parse splits the request's items into head and steps.
+func (e *Engine) parse(rq *job) error {
+	conv, err := newConversation(rq.in, rq.codec)
 	if err != nil {
 		return err
 	}
 	rq.conv = conv
-	sum := 0
-	for _, n := range rc.Messages {
-		sum += n
-	}
-	rq.overhead = rc.Total - sum
+	rq.overhead = rq.in.Total - conv.tokens(0, conv.len())
 	return nil
+}
+
+// conversationID identifies a request's conversation by its head (the
+// system prompt and the task), with a fast hash: every request pays it.
+func conversationID(r *view.Request) string {
+	h := xxhash.New()
+	for i := 0; i < r.Head; i++ {
+		h.WriteString(r.Raw(i))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// shapes describes a parsed request's items.
+func shapes(r *view.Request) []ItemShape {
+	out := make([]ItemShape, len(r.Items))
+	for i, it := range r.Items {
+		out[i] = ItemShape{Role: it.Role, Tokens: it.Tokens}
+	}
+	return out
 }
 
 func (e *Engine) budgets(rq *job) budgets {
@@ -449,8 +604,21 @@ func (e *Engine) budgets(rq *job) budgets {
 	}
 	// Budgets are compared with raw counts, so the safety factor is taken
 	// out of the target here.
+	target := int(float64(w) * e.opts.Target / f)
+	trigger := int(float64(w) * rq.limits.Threshold / f)
+	// A request over the threshold may be condensed to anywhere between
+	// the target and the threshold: cuts then stay put while the request
+	// grows append-only, and move by a stride (threshold - target) when it
+	// crosses the threshold again. A request condensed while under the
+	// threshold (forced, too many messages) goes to the target.
+	limit := target
+	if rq.over && trigger > target {
+		limit = trigger
+	}
 	return budgets{
-		target:     int(float64(w) * e.opts.Target / f),
+		target:     target,
+		limit:      limit,
+		stride:     max(trigger-target, w/50),
 		window:     int(float64(w) / f),
 		chunk:      e.opts.ChunkTokens,
 		summary:    e.opts.SummaryBudgetTokens,
@@ -472,24 +640,41 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		}
 	}
 	if mode == ModeSelective || mode == ModeAuto {
-		out, fits, err := e.selective(ctx, rq, b, r, mode == ModeAuto)
+		out, fits, err := e.selective(ctx, rq, b, r)
 		if err != nil {
 			return nil, err
+		}
+		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
+			// A conversation that needed the window keeps it, at its
+			// remembered cut: flipping between shapes would rewrite the
+			// prefix.
+			fits = false
 		}
 		if fits {
 			return out, nil
 		}
 		if mode == ModeSelective {
 			// Still over the threshold: window the digested conversation.
+			digested := out
 			if out == nil {
-				out = rq.body
+				out = rq.in.Body
 			}
-			addDegraded(r, "selective condensing was not enough; sliding window used")
-			return e.truncateBody(ctx, rq, out, b, r)
+			w, err := e.truncateBody(ctx, rq, out, b, r)
+			if err == nil && w == nil && digested != nil {
+				// The window would omit nothing: the digests made stay.
+				r.Applied = AppliedSelective
+				return digested, nil
+			}
+			if w != nil {
+				addDegraded(r, "selective condensing was not enough; sliding window used")
+			}
+			return w, err
 		}
 		mode = ModeFull // auto: summaries on the original conversation
 		r.Reason += "; not enough for the target, full condensing used instead"
-		e.setCache(ctx, stickyKey, []byte("full"))
+		if !rq.req.CountOnly {
+			e.setCache(ctx, stickyKey, []byte("full"))
+		}
 	}
 	if mode == ModeFull {
 		out, err := e.full(ctx, rq, b, r)

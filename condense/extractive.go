@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/logfacts"
 )
 
 // Extractive summaries are built without an LLM: deterministic, cheap, and
@@ -55,29 +57,9 @@ func fitSummary(text string, maxTokens int) string {
 }
 
 var (
-	errorLine  = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure|s)?\b|\bfatal\b|\bassert)`)
-	tagLine    = regexp.MustCompile(`^</?[\w-]+>$`)
-	exitStatus = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (code|status)[ :]*(-?\d+))`)
-	pathToken  = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
+	tagLine   = regexp.MustCompile(`^</?[\w-]+>$`)
+	pathToken = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
 )
-
-// messageText is the text of a message's content (string or text parts).
-func messageText(m gjson.Result) string {
-	c := m.Get("content")
-	if c.IsArray() {
-		var parts []string
-		c.ForEach(func(_, p gjson.Result) bool {
-			if t := p.Get("text"); t.Exists() {
-				parts = append(parts, t.String())
-			} else if typ := p.Get("type").Str; typ != "" {
-				parts = append(parts, "["+typ+"]")
-			}
-			return true
-		})
-		return strings.Join(parts, "\n")
-	}
-	return c.String()
-}
 
 func shorten(s string, n int) string {
 	s = strings.TrimSpace(s)
@@ -125,8 +107,9 @@ func keyArgs(args string) string {
 	return strings.Join(out, " ")
 }
 
-// resultDigest reduces a tool result to its first line, its error lines
-// and its exit status.
+// resultDigest reduces a tool result to its first line, its exit status
+// and its key lines (failing tests, assertions, compiler errors, panics,
+// error lines: the rules digests use, package logfacts).
 func resultDigest(text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	first := ""
@@ -137,21 +120,12 @@ func resultDigest(text string) string {
 		}
 	}
 	parts := []string{shorten(first, resultChars)}
-	if m := exitStatus.FindStringSubmatch(text); m != nil {
-		code := m[2]
-		if code == "" {
-			code = m[4]
-		}
+	if code := logfacts.Exit(text); code != "" {
 		parts = append(parts, "exit "+code)
 	}
-	n := 0
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if t != first && errorLine.MatchString(t) {
-			parts = append(parts, "! "+shorten(t, resultChars))
-			if n++; n == maxErrorLines {
-				break
-			}
+	for _, l := range logfacts.KeyLines(text, maxErrorLines+1) {
+		if l != first {
+			parts = append(parts, "! "+shorten(l, resultChars))
 		}
 	}
 	parts = append(parts, fmt.Sprintf("(%d lines)", len(lines)))
@@ -267,53 +241,49 @@ func (f *fileLog) section() string {
 	return b.String()
 }
 
-// filesOf builds the Files section of messages [from, to).
+// filesOf builds the Files section of items [from, to).
 func (c *conversation) filesOf(from, to int) string {
 	fl := newFileLog()
 	names := map[string]string{}
-	for _, m := range c.msgs[from:to] {
-		g := gjson.Parse(m.raw)
-		switch m.role {
-		case "assistant":
-			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				name := tc.Get("function.name").Str
-				names[tc.Get("id").Str] = name
-				fl.noteCall(name, tc.Get("function.arguments").String())
-				return true
-			})
-		case "tool":
-			if searchTools.MatchString(names[m.callID]) || strings.Contains(strings.ToLower(names[m.callID]), "bash") {
-				fl.noteResult(messageText(g))
+	for i := from; i < to; i++ {
+		t := c.codec.Text(c.req, i)
+		for _, r := range t.Results {
+			if searchTools.MatchString(names[r.CallID]) || strings.Contains(strings.ToLower(names[r.CallID]), "bash") {
+				fl.noteResult(r.Text)
 			}
+		}
+		for _, call := range t.Calls {
+			names[call.ID] = call.Name
+			fl.noteCall(call.Name, call.Args)
 		}
 	}
 	return fl.section()
 }
 
-// extractive summarizes messages [from, to) step by step.
+// extractive summarizes items [from, to) step by step.
 func (c *conversation) extractive(from, to int) string {
 	var b strings.Builder
 	names := map[string]string{}
 	for i := from; i < to; i++ {
-		m := c.msgs[i]
-		g := gjson.Parse(m.raw)
-		switch m.role {
+		t := c.codec.Text(c.req, i)
+		for _, r := range t.Results {
+			fmt.Fprintf(&b, "    → %s: %s\n", names[r.CallID], resultDigest(r.Text))
+		}
+		switch t.Role {
 		case "user":
-			fmt.Fprintf(&b, "- User: %s\n", shorten(oneLine(messageText(g)), userChars))
-		case "system", "developer":
-			fmt.Fprintf(&b, "- System note: %s\n", shorten(oneLine(messageText(g)), userChars))
-		case "assistant":
-			if t := firstSentences(messageText(g), assistantChars); t != "" {
-				fmt.Fprintf(&b, "- Assistant: %s\n", t)
+			if len(t.Results) == 0 || strings.TrimSpace(t.Text) != "" {
+				fmt.Fprintf(&b, "- User: %s\n", shorten(oneLine(t.Text), userChars))
 			}
-			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				name := tc.Get("function.name").Str
-				names[tc.Get("id").Str] = name
-				fmt.Fprintf(&b, "  - called %s(%s)\n", name, keyArgs(tc.Get("function.arguments").String()))
-				return true
-			})
-		case "tool":
-			fmt.Fprintf(&b, "    → %s: %s\n", names[m.callID], resultDigest(messageText(g)))
+		case "system", "developer":
+			fmt.Fprintf(&b, "- System note: %s\n", shorten(oneLine(t.Text), userChars))
+		case "assistant":
+			if s := firstSentences(t.Text, assistantChars); s != "" {
+				fmt.Fprintf(&b, "- Assistant: %s\n", s)
+			}
+		}
+		for _, call := range t.Calls {
+			names[call.ID] = call.Name
+			fmt.Fprintf(&b, "  - called %s(%s)\n", call.Name, keyArgs(call.Args))
 		}
 	}
 	if files := c.filesOf(from, to); files != "" {
@@ -322,29 +292,30 @@ func (c *conversation) extractive(from, to int) string {
 	return b.String()
 }
 
-// transcript renders messages [from, to) as plain text for an LLM
+// transcript renders items [from, to) as plain text for an LLM
 // summarizer: tool calls and results as text, so the summarizer request
-// has no tool-pairing constraints. Very long results are cut in the middle.
+// has no tool-pairing constraints. Very long texts are cut in the middle.
 func (c *conversation) transcript(from, to int) string {
 	var b strings.Builder
-	for i := from; i < to; i++ {
-		m := c.msgs[i]
-		g := gjson.Parse(m.raw)
-		text := messageText(g)
+	cut := func(text string) string {
 		if len(text) > 12000 {
 			text = text[:6000] + fmt.Sprintf("\n[… %d characters omitted …]\n", len(text)-12000) + text[len(text)-6000:]
 		}
-		switch m.role {
-		case "tool":
-			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", m.callID, text)
-		default:
-			fmt.Fprintf(&b, "[%s]\n%s\n", m.role, text)
-			g.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-				fmt.Fprintf(&b, "[tool call %s] %s(%s)\n", tc.Get("id").Str, tc.Get("function.name").Str, tc.Get("function.arguments").String())
-				return true
-			})
-			b.WriteString("\n")
+		return text
+	}
+	for i := from; i < to; i++ {
+		t := c.codec.Text(c.req, i)
+		for _, r := range t.Results {
+			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", r.CallID, cut(r.Text))
 		}
+		if t.Role == "tool" || (len(t.Results) > 0 && t.Text == "" && len(t.Calls) == 0) {
+			continue
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n", t.Role, cut(t.Text))
+		for _, call := range t.Calls {
+			fmt.Fprintf(&b, "[tool call %s] %s(%s)\n", call.ID, call.Name, call.Args)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -17,6 +17,10 @@ func TestResultDigest(t *testing.T) {
 			[]string{"/a/0007_alter_validators_add_error_messages.py", "(3 lines)"}, []string{"! /b/errors_test.go"}},
 		{"go test failure", "=== RUN TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:12: got 1\nFAIL\nexit status 1",
 			[]string{"--- FAIL: TestA", "exit 1"}, nil},
+		{"assertion lines carry no error word", "=== RUN   TestStore\n--- PASS: TestOther (0.00s)\n--- FAIL: TestStore (0.00s)\n    store_test.go:42: got 3 want 4\nFAIL\nexit status 1",
+			[]string{"--- FAIL: TestStore", "store_test.go:42: got 3 want 4", "exit 1"}, nil},
+		{"pytest", "collected 3 items\n\ntests/test_x.py F..\n\nE       assert 3 == 4\ntests/test_x.py:7: AssertionError\nFAILED tests/test_x.py::test_sum - assert 3 == 4",
+			[]string{"E       assert 3 == 4", "FAILED tests/test_x.py::test_sum"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,66 +35,72 @@ func chunkSteps(steps []step, chunkTokens int) []chunk {
 
 // plan is where a request is cut.
 type plan struct {
-	tailStart int     // first step kept verbatim at the end
-	folded    []chunk // complete chunks before tailStart, folded into summaries
-	foldEnd   int     // first step after the folded chunks
+	limit   int     // the request folds further when it outgrows this
+	folded  []chunk // complete chunks folded into summaries
+	foldEnd int     // first step after the folded chunks
 }
 
 // budgets of a condensation, in tokens.
 type budgets struct {
-	target        int // condense down to this
-	window        int
-	chunk         int
-	summary       int // summary tokens per level before folding upward
-	keepRecent    int // steps always kept verbatim
-	overhead      int // tools and reply priming
-	safetyPercent int // not used for planning; counts are raw
+	target     int // condense down to this when a cut has to move
+	limit      int // a condensed request may grow up to this before a cut moves
+	stride     int // how far cuts move at once
+	window     int
+	chunk      int
+	summary    int // summary tokens per level before folding upward
+	keepRecent int // steps always kept verbatim
+	overhead   int // tools and reply priming
 }
 
-// makePlan chooses the verbatim tail and the chunks to fold. The tail is at
-// least keepRecent steps and as many more as fit beside the head, the
-// summary budget and one open chunk within the target.
+// makePlan chooses how many complete chunks fold into summaries. Fold
+// points lie on a grid over the chunks, a stride apart from the start of
+// the conversation, so they never move as the conversation grows: the
+// plan folds up to the first grid point after which the request fits its
+// limit (with a full summary budget), and keeps every later step
+// verbatim. The condensed request then grows append-only turn after turn
+// — its prefix byte-identical, so provider prompt caches stay warm —
+// until it outgrows the limit, and the fold jumps a whole stride at once.
+// The limit is the target, raised (up to the threshold) where the window
+// is so small that folding at the target would come more often than once
+// per stride; BENCHMARKS.md has the alternatives measured. Only chunks
+// before the newest keepRecent steps may fold.
 func makePlan(c *conversation, b budgets) plan {
-	headTok := c.tokens(0, c.head)
-	recent := b.target - headTok - b.overhead - b.summary - b.chunk
-	tail := len(c.steps)
-	acc := 0
-	for tail > 0 {
-		s := c.steps[tail-1]
-		if len(c.steps)-tail >= b.keepRecent && acc+s.tokens > recent {
-			break
-		}
-		acc += s.tokens
-		tail--
-	}
-	p := plan{tailStart: tail}
 	chunks := chunkSteps(c.steps, b.chunk)
-	need, most := 0, 0 // chunks that must fold; chunks that may fold
+	most := 0 // chunks that may fold
 	for i, ch := range chunks {
-		if ch.b <= tail {
-			need = i + 1
-		}
 		if ch.b <= len(c.steps)-b.keepRecent {
 			most = i + 1
 		}
 	}
-	// Fold in batches of foldBatch chunks: the summary then changes once
-	// per batch instead of once per chunk, so consecutive requests share
-	// their prefix longer (provider prompt caches stay warm). Folding more
-	// than needed only shrinks the request further below the target.
-	fold := need
-	if need > 0 && need%foldBatch != 0 {
-		fold = min(most, need+foldBatch-need%foldBatch)
+	fixed := c.tokens(0, c.head) + b.overhead + b.summary
+	total := c.stepTokens(0, len(c.steps))
+	// The request folds when it outgrows the target — but never so early
+	// that what stays verbatim after a fold (about one open chunk) could
+	// outgrow it again in less than a stride: folds then come once per
+	// stride at most, at every window size.
+	limit := min(b.limit, max(b.target, fixed+b.chunk+b.stride))
+	fold := most        // when no grid point fits: everything that may fold
+	folded, acc := 0, 0 // tokens folded; since the last grid point
+	for i := 0; i < most; i++ {
+		n := c.stepTokens(chunks[i].a, chunks[i].b)
+		folded += n
+		acc += n
+		if acc < b.stride {
+			continue // not a grid point
+		}
+		acc = 0
+		if fixed+total-folded <= limit {
+			fold = i + 1
+			break
+		}
 	}
-	p.folded = chunks[:fold]
+	p := plan{limit: limit}
 	if fold > 0 {
+		p.folded = chunks[:fold]
 		p.foldEnd = chunks[fold-1].b
 	}
 	return p
 }
-
-// foldBatch is how many chunks fold at once (see makePlan).
-const foldBatch = 3
 
 // summaryItem is one summary in the condensed request.
 type summaryItem struct {
@@ -105,7 +111,6 @@ type summaryItem struct {
 	text     string
 	tokens   int
 	cached   bool
-	degraded string
 }
 
 // summaryKey builds the cache key of a summary. The scope is a hash of the
@@ -143,8 +148,11 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		if err != nil {
 			return nil, fmt.Errorf("summarizing chunk %d: %w", i, err)
 		}
-		it.text, it.cached, it.degraded = text, cached, degraded
+		it.text, it.cached = text, cached
 		it.tokens = e.counter.Text(rq.limits.Encoding, text)
+		if degraded != "" {
+			rq.degraded = append(rq.degraded, degraded)
+		}
 		if !cached {
 			e.storeOriginals(ctx, rq, it.id, from, to)
 		}
@@ -186,8 +194,11 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
 		}
-		it.text, it.cached, it.degraded = text, cached, degraded
+		it.text, it.cached = text, cached
 		it.tokens = e.counter.Text(rq.limits.Encoding, text)
+		if degraded != "" {
+			rq.degraded = append(rq.degraded, degraded)
+		}
 		if !cached {
 			e.storeOriginals(ctx, rq, it.id, it.from, it.to)
 		}
@@ -253,26 +264,6 @@ func mergeExtractive(parts []string) string {
 	}
 	b.WriteString(files.section())
 	return b.String()
-}
-
-// storeOriginals keeps messages [from, to) retrievable under id.
-func (e *Engine) storeOriginals(ctx context.Context, rq *job, id string, from, to int) {
-	if e.cache == nil {
-		return
-	}
-	arr := append(rq.conv.appendRaw([]byte{'['}, from, to), ']')
-	e.cache.Set(context.WithoutCancel(ctx), originalsKey(rq.req.Scope, id), arr, e.opts.OriginalsTTL)
-}
-
-func originalsKey(scope, id string) string { return "orig:" + scope + ":" + id }
-
-// Originals returns the original messages behind a summary or marker id,
-// for the caller whose scope stored them.
-func (e *Engine) Originals(ctx context.Context, scope, id string) ([]byte, bool) {
-	if e.cache == nil || id == "" || len(id) > 64 {
-		return nil, false
-	}
-	return e.cache.Get(ctx, originalsKey(scope, id))
 }
 
 // renderSummary is the message that replaces the folded messages.

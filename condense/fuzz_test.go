@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,4 +88,84 @@ func FuzzCondense(f *testing.F) {
 			t.Fatal("an invalid conversation was rewritten")
 		}
 	})
+}
+
+// FuzzCondenseRaw feeds the engine raw bytes — duplicate keys, escaped
+// keys, odd shapes, broken JSON —: never a panic; a body that is not JSON
+// goes out untouched; a rewritten body is JSON, smaller, and keeps every
+// other top-level field as a JSON decoder (last key wins) reads it, with a
+// valid conversation where a valid one came in.
+func FuzzCondenseRaw(f *testing.F) {
+	long := strings.Repeat("output line\n", 400)
+	conv := `[{"role":"system","content":"s"},{"role":"user","content":"task"},` +
+		`{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]},` +
+		`{"role":"tool","tool_call_id":"a","content":` + string(quoteJSON(long)) + `},{"role":"user","content":"next"}]`
+	for _, seed := range []string{
+		`{"model":"m","messages":` + conv + `}`,
+		`{"model":"m","messages":[],"messages":` + conv + `}`,
+		`{"model":"m","messages":` + conv + `,"messages":[{"role":"user","content":"x"}]}`,
+		`{"model":"m","mess\u0061ges":` + conv + `}`,
+		`{"model":"m","messages":` + conv + `,"model":"n","tools":[{"type":"function","function":{"name":"bash"}}]}`,
+		`{"model":"m","messages":{"role":"user"}}`,
+		`{"model":"m","messages":[1,"x",null,[]]}`,
+		`{"messages":` + conv[:len(conv)/2],
+		`[{"messages":` + conv + `}]`,
+		"\xff\xfe{}",
+	} {
+		f.Add([]byte(seed), uint8(0))
+		f.Add([]byte(seed), uint8(9))
+	}
+	modes := []string{ModeAuto, ModeFull, ModeSelective, ModeTruncate, ModeOff}
+	e := newEngine(2000, nil, Options{Summarizer: "extractive", ChunkTokens: 200, SummaryBudgetTokens: 300, SelectiveEnabled: true, KeepRecentTurns: 1})
+	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
+		if len(body) > 1<<16 {
+			return
+		}
+		in := append([]byte(nil), body...)
+		res, err := e.Condense(context.Background(), Request{Body: in, Mode: modes[int(mode)%len(modes)], Force: mode&8 != 0, Scope: "f"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(in, body) {
+			t.Fatal("the engine changed the body it was given")
+		}
+		if bytes.Equal(res.Body, body) {
+			return
+		}
+		if !json.Valid(body) {
+			t.Fatal("a body that is not JSON was rewritten")
+		}
+		if res.Report.TokensAfter >= res.Report.TokensBefore {
+			t.Fatalf("rewritten to %d tokens from %d", res.Report.TokensAfter, res.Report.TokensBefore)
+		}
+		var before, after map[string]json.RawMessage
+		if err := json.Unmarshal(body, &before); err != nil {
+			t.Fatalf("input rewritten though it does not decode as an object: %v", err)
+		}
+		if err := json.Unmarshal(res.Body, &after); err != nil {
+			t.Fatalf("output is not a JSON object: %v", err)
+		}
+		for k, v := range before {
+			if k != "messages" && !bytes.Equal(after[k], v) {
+				t.Fatalf("field %q changed: %s -> %s", k, v, after[k])
+			}
+		}
+		var inMsgs, outMsgs []json.RawMessage
+		if json.Unmarshal(before["messages"], &inMsgs) != nil {
+			t.Fatal("rewritten though the decoded messages are not an array")
+		}
+		if err := json.Unmarshal(after["messages"], &outMsgs); err != nil {
+			t.Fatalf("output messages: %v", err)
+		}
+		if fakeupstream.Validate(inMsgs) == nil {
+			if err := fakeupstream.Validate(outMsgs); err != nil {
+				t.Fatalf("a valid conversation became invalid: %v", err)
+			}
+		}
+	})
+}
+
+func quoteJSON(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
 }

@@ -3,117 +3,67 @@ package condense
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
-	"github.com/tidwall/gjson"
-
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// msg is one message of the request: its raw bytes and what the planner
-// needs of it.
-type msg struct {
-	raw     string
-	role    string
-	tokens  int
-	callID  string   // tool messages: the call answered
-	calls   []string // assistant messages: the tool call ids
-	content [2]int   // span of the content value in raw ({0,0}: none)
-}
-
 // step is the unit cuts respect: a user (or system) message alone, or an
-// assistant message with the tool messages answering its calls.
+// assistant message with the items answering its calls (and whatever the
+// codec glued to it).
 type step struct {
-	first, end int // message indexes [first, end)
+	first, end int // item indexes [first, end)
 	tokens     int
 }
 
-// conversation is a parsed request.
+// conversation is a parsed request: its items in head and steps.
 type conversation struct {
-	msgs  []msg
-	head  int    // messages [0, head) are the head: leading system/developer messages and the first user message
-	steps []step // the messages after the head, in steps
+	req   *view.Request
+	codec view.Codec
+	head  int    // items [0, head) are the head
+	steps []step // the items after the head, in steps
 }
 
-var errInvalid = errors.New("conversation is not valid for the API")
+var errInvalid = view.ErrInvalid
 
-func parseSpan(raw string, sp [2]int) gjson.Result {
-	if sp[1] == 0 {
-		return gjson.Result{}
-	}
-	return gjson.Parse(raw[sp[0]:sp[1]])
-}
-
-// parseConversation splits messages (raw JSON each) into head and steps,
-// and checks the pairing rules the API enforces. tokens holds each
-// message's count; fields, each message's field spans (from the request
-// scan; nil: found here). The content is skipped over, never decoded.
-func parseConversation(raws []string, tokens []int, fields []tokenizer.MessageFields) (*conversation, error) {
-	c := &conversation{msgs: make([]msg, 0, len(raws))}
-	keys := []string{"role", "content", "tool_call_id", "tool_calls"}
-	spans := make([][2]int, len(keys))
-	for i, raw := range raws {
-		var f tokenizer.MessageFields
-		if i < len(fields) {
-			f = fields[i]
-		} else {
-			tokenizer.FieldSpans(raw, keys, spans)
-			f = tokenizer.MessageFields{Role: spans[0], Content: spans[1], ToolCallID: spans[2], ToolCalls: spans[3]}
+// newConversation parses r with codec and splits its items into head and
+// steps: a step starts at an item that is not glued to the one before it
+// and runs while items are glued to it. A result answering no pending
+// call of its step, or a call left unanswered at the end of its step,
+// makes the request invalid (the API would reject it).
+func newConversation(r *view.Request, codec view.Codec) (*conversation, error) {
+	if !r.Parsed {
+		if err := codec.Parse(r); err != nil {
+			return nil, err
 		}
-		mm := msg{raw: raw, role: parseSpan(raw, f.Role).Str, content: f.Content}
-		if i < len(tokens) {
-			mm.tokens = tokens[i]
-		}
-		if mm.role == "tool" {
-			mm.callID = parseSpan(raw, f.ToolCallID).Str
-		}
-		if mm.role == "assistant" {
-			parseSpan(raw, f.ToolCalls).ForEach(func(_, tc gjson.Result) bool {
-				mm.calls = append(mm.calls, tc.Get("id").Str)
-				return true
-			})
-		}
-		c.msgs = append(c.msgs, mm)
 	}
-	// Head: leading system/developer messages, then the first user message.
-	h := 0
-	for h < len(c.msgs) && (c.msgs[h].role == "system" || c.msgs[h].role == "developer") {
-		h++
-	}
-	if h < len(c.msgs) && c.msgs[h].role == "user" {
-		h++
-	}
-	c.head = h
-	for j := h; j < len(c.msgs); {
-		m := c.msgs[j]
-		s := step{first: j, end: j + 1, tokens: m.tokens}
-		switch m.role {
-		case "assistant":
-			pending := map[string]bool{}
-			for _, id := range m.calls {
-				if id == "" {
-					return nil, fmt.Errorf("%w: message %d has a tool call without id", errInvalid, j)
+	c := &conversation{req: r, codec: codec, head: r.Head}
+	items := r.Items
+	for j := c.head; j < len(items); {
+		if items[j].Glue {
+			return nil, fmt.Errorf("%w: item %d (%s) follows no tool call", errInvalid, j, items[j].Role)
+		}
+		s := step{first: j, end: j}
+		pending := map[string]bool{}
+		for s.end < len(items) && (s.end == j || items[s.end].Glue) {
+			it := items[s.end]
+			for _, id := range it.Answers {
+				if !pending[id] {
+					return nil, fmt.Errorf("%w: item %d answers no pending call", errInvalid, s.end)
 				}
-				pending[id] = true
+				delete(pending, id)
 			}
-			for s.end < len(c.msgs) && c.msgs[s.end].role == "tool" {
-				t := c.msgs[s.end]
-				if !pending[t.callID] {
-					return nil, fmt.Errorf("%w: tool message %d answers no pending call", errInvalid, s.end)
+			for _, call := range it.Calls {
+				if call.ID == "" {
+					return nil, fmt.Errorf("%w: item %d has a tool call without id", errInvalid, s.end)
 				}
-				delete(pending, t.callID)
-				s.tokens += t.tokens
-				s.end++
+				pending[call.ID] = true
 			}
-			if len(pending) > 0 {
-				return nil, fmt.Errorf("%w: message %d has %d unanswered tool calls", errInvalid, j, len(pending))
-			}
-		case "tool":
-			return nil, fmt.Errorf("%w: tool message %d follows no tool call", errInvalid, j)
-		case "user", "system", "developer", "function":
-		default:
-			return nil, fmt.Errorf("%w: message %d has role %q", errInvalid, j, m.role)
+			s.tokens += it.Tokens
+			s.end++
+		}
+		if len(pending) > 0 {
+			return nil, fmt.Errorf("%w: item %d has %d unanswered tool calls", errInvalid, j, len(pending))
 		}
 		c.steps = append(c.steps, s)
 		j = s.end
@@ -121,31 +71,51 @@ func parseConversation(raws []string, tokens []int, fields []tokenizer.MessageFi
 	return c, nil
 }
 
+func (c *conversation) len() int { return len(c.req.Items) }
+
+func (c *conversation) raw(i int) string { return c.req.Raw(i) }
+
+func (c *conversation) role(i int) string { return c.req.Items[i].Role }
+
 func (c *conversation) tokens(from, to int) int {
 	n := 0
-	for _, m := range c.msgs[from:to] {
-		n += m.tokens
+	for _, it := range c.req.Items[from:to] {
+		n += it.Tokens
 	}
 	return n
 }
 
-// hashMessages returns a content hash of messages [from, to).
+// stepTokens is the tokens of steps [from, to).
+func (c *conversation) stepTokens(from, to int) int {
+	n := 0
+	for _, s := range c.steps[from:to] {
+		n += s.tokens
+	}
+	return n
+}
+
+// hashMessages returns a content hash of items [from, to).
 func (c *conversation) hashMessages(from, to int) string {
+	return hashItems(c.req, from, to)
+}
+
+func hashItems(r *view.Request, from, to int) string {
 	h := sha256.New()
-	for _, m := range c.msgs[from:to] {
-		h.Write([]byte(m.raw))
+	for i := from; i < to; i++ {
+		h.Write([]byte(r.Raw(i)))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// rawArray renders messages [from, to) as a JSON array body (no brackets).
+// appendRaw appends items [from, to) to dst as JSON array elements (no
+// brackets; a comma before each unless dst is just "[").
 func (c *conversation) appendRaw(dst []byte, from, to int) []byte {
-	for _, m := range c.msgs[from:to] {
+	for i := from; i < to; i++ {
 		if len(dst) > 1 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, m.raw...)
+		dst = append(dst, c.raw(i)...)
 	}
 	return dst
 }

@@ -40,6 +40,10 @@ type SummaryInput struct {
 	Level       int         // 1: a chunk of messages; >1: summaries to merge
 	MaxTokens   int         // bound on the answer
 	Credentials http.Header // the caller's own credentials
+	// Format is the wire format of the request being condensed ("chat",
+	// "messages", "responses"): the summarizer asks the upstream in it,
+	// with the caller's credentials.
+	Format string
 }
 
 // UserPrompt is the summarizer's user message for in.
@@ -73,60 +77,133 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		return string(v), true, "", nil
 	}
 	rq.misses++
+	if rq.req.CountOnly {
+		// Counting never pays for a summary: the extractive text stands
+		// in for one not written yet, and is not kept.
+		return decorate(fallback()), false, "", nil
+	}
 	if e.summarizer == nil || e.opts.Summarizer == "extractive" {
 		s := decorate(fallback())
 		e.setCache(ctx, key, []byte(s))
 		return s, false, "", nil
 	}
-	if until := e.summarizerDownUntil.Load(); until > timeNow().UnixNano() {
+	if e.backingOff(rq, model) {
 		return decorate(fallback()), false, "summarizer recently failing; extractive used", nil
 	}
-	v, callErr, _ := e.flight.Do(key, func() (any, error) {
-		if v, ok := e.getCache(ctx, key); ok {
-			return string(v), nil
-		}
-		release := e.lock(ctx, key)
-		defer release()
-		if v, ok := e.getCache(ctx, key); ok { // another replica finished it
-			return string(v), nil
-		}
-		s, err := e.callSummarizer(ctx, SummaryInput{
-			Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
-			MaxTokens: e.perSummaryTokens(), Credentials: rq.req.Credentials,
-		})
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(s) == "" {
-			return "", errors.New("empty summary")
-		}
-		s = decorate(s)
-		e.setCache(ctx, key, []byte(s))
-		return s, nil
-	})
-	rq.calls++
+	if rq.waitOver() {
+		return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
+	}
+	in := SummaryInput{
+		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
+		MaxTokens: e.perSummaryTokens(), Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+	}
+	s, callErr := e.shared(ctx, rq, key, in, decorate)
 	if callErr != nil {
 		if ctx.Err() != nil {
 			return "", false, "", ctx.Err()
 		}
-		e.summarizerDownUntil.Store(timeNow().Add(e.opts.NegativeTTL).UnixNano())
+		if errors.Is(callErr, errStoppedWaiting) {
+			return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
+		}
+		if errors.Is(callErr, errNoSlot) {
+			return decorate(fallback()), false, "summarizer busy; extractive used", nil
+		}
 		e.log.Warn("summarizer failed; using the extractive summary", "level", level, "err", callErr)
 		return decorate(fallback()), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
 	}
-	return v.(string), false, "", nil
+	return s, false, "", nil
 }
+
+func maxWaitDegraded(d time.Duration) string {
+	return fmt.Sprintf("condense.max_wait (%s) reached; extractive summaries used where the summarizer had not answered", d)
+}
+
+// shared runs one summarizer call for key, shared by every request that
+// needs it at the same time (and, through the cache's lock, by replicas),
+// and caches the result. The call runs on its own context; a failure
+// (other than waiting for a slot) backs the summarizer off for this
+// caller and model.
+func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInput, decorate func(string) string) (string, error) {
+	backoff := backoffKey(rq.req.Scope, in.Model)
+	// The shared call may wait for the replicas' lock, then for a slot,
+	// then call: each bounded by the summary timeout.
+	v, err, _ := e.flight.do(ctx, key, 2*e.opts.SummaryTimeout+e.lockWait(), rq.stop, func(cctx context.Context) (string, error) {
+		if v, ok := e.getCache(cctx, key); ok {
+			return string(v), nil
+		}
+		release := e.lock(cctx, key)
+		defer release()
+		if v, ok := e.getCache(cctx, key); ok { // another replica finished it
+			return string(v), nil
+		}
+		s, err := e.callSummarizer(cctx, in)
+		if err == nil && strings.TrimSpace(s) == "" {
+			err = errors.New("empty summary")
+		}
+		if err != nil {
+			if !errors.Is(err, errNoSlot) && !errors.Is(err, context.Canceled) {
+				e.backOff(backoff)
+			}
+			return "", err
+		}
+		s = decorate(s)
+		e.setCache(cctx, key, []byte(s))
+		return s, nil
+	})
+	rq.calls++
+	return v, err
+}
+
+// backoffKey scopes the summarizer's back-off to one caller and model: a
+// caller with a bad key, or a model it cannot use, degrades only its own
+// summaries.
+func backoffKey(scope, model string) string { return scope + "\x00" + model }
+
+// backOff stops summarizer calls for key for NegativeTTL.
+func (e *Engine) backOff(key string) {
+	now := timeNow()
+	e.downUntil.Store(key, now.Add(e.opts.NegativeTTL).UnixNano())
+	// Keep the map small: forget expired entries now and then.
+	if e.backoffSweep.Add(1)%256 == 0 {
+		e.downUntil.Range(func(k, v any) bool {
+			if v.(int64) <= now.UnixNano() {
+				e.downUntil.Delete(k)
+			}
+			return true
+		})
+	}
+}
+
+// backingOff reports whether summarizer calls for this caller and model
+// are suspended after a failure.
+func (e *Engine) backingOff(rq *job, model string) bool {
+	v, ok := e.downUntil.Load(backoffKey(rq.req.Scope, model))
+	return ok && v.(int64) > timeNow().UnixNano()
+}
+
+// errNoSlot: every summarizer slot stayed busy for the whole timeout.
+// That is a wait, not a failure of the summarizer.
+var errNoSlot = errors.New("no summarizer slot free")
 
 // callSummarizer makes one summarizer call within the summary timeout and
 // the bound on calls in flight, and records it.
 func (e *Engine) callSummarizer(ctx context.Context, in SummaryInput) (string, error) {
-	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
-	defer cancel()
+	slot := time.NewTimer(e.opts.SummaryTimeout)
+	defer slot.Stop()
 	select {
 	case e.summarizeSem <- struct{}{}:
 		defer func() { <-e.summarizeSem }()
-	case <-cctx.Done():
-		return "", fmt.Errorf("waiting for a summarizer slot: %w", cctx.Err())
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return "", ctx.Err()
+		}
+		// Out of time while still waiting: a wait, not a failure.
+		return "", fmt.Errorf("%w: %w", errNoSlot, ctx.Err())
+	case <-slot.C:
+		return "", fmt.Errorf("%w within %s", errNoSlot, e.opts.SummaryTimeout)
 	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
+	defer cancel()
 	start := timeNow()
 	out, err := e.summarizer.Summarize(cctx, in)
 	e.observeSummarizer(timeNow().Sub(start), err)
@@ -160,6 +237,14 @@ func (e *Engine) setCache(ctx context.Context, key string, v []byte) {
 // proxy replicas, so they do not write the same summary twice.
 type Locker interface {
 	Lock(ctx context.Context, key string, ttl time.Duration) (release func(), ok bool)
+}
+
+// lockWait is the longest lock waits for another replica's call.
+func (e *Engine) lockWait() time.Duration {
+	if _, ok := e.cache.(Locker); ok {
+		return e.opts.SummaryTimeout
+	}
+	return 0
 }
 
 // lock waits briefly for the cross-replica lock of key; it gives up (and

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/logfacts"
 )
 
 // Kinds of digest.
@@ -29,16 +31,16 @@ type Input struct {
 	// window of them), where error locations pointing into a file read are
 	// looked for.
 	Later string
+	// Key identifies the output and its context (the digest's id): a
+	// Summarize function may share and cache its work under it.
+	Key string
 }
 
 var (
 	lineNumPrefix = regexp.MustCompile(`^\s*(\d+)(?:→|\t|: |│)`)
 	declaration   = regexp.MustCompile(`^(?:var|const|let)\s|^\s*(?:package\s|import\s|from\s+\S+\s+import\s|func\s|def\s|async\s+def\s|class\s|type\s|struct\s|interface\s|enum\s|trait\s|impl\b|(?:pub(?:\([^)]*\))?\s+)?(?:async\s+)?fn\s|(?:export\s+)?(?:default\s+)?(?:async\s+)?function\b|export\s+(?:const|class|interface|type)\s|module\s|#include\s|#define\s|(?:public|private|protected|static)\s.*[({]\s*$)`)
-	errorish      = regexp.MustCompile(`(?i)(\berror\b|\w+error\b|\bexception\b|traceback|\bpanic\b|\bfail(ed|ure|s)?\b|\bfatal\b|\bassert(ion)?\b|segmentation fault|undefined reference)`)
-	failingTest   = regexp.MustCompile(`(?:--- FAIL: (\S+)|^FAILED (\S+)|^FAIL: (\S+)|^ERROR: (\S+)|✗ (\S.*)|^\s*(\S+) \.\.\. (?:FAIL|ERROR))`)
 	passFailCount = regexp.MustCompile(`(?i)\b(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|tests?)\b|Tests run: \d+, Failures: \d+, Errors: \d+`)
 	goPkgResult   = regexp.MustCompile(`^(ok|FAIL|---)\s+\S+`)
-	exitLine      = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (?:code|status)[ :]*(-?\d+)|Process exited with code (-?\d+))`)
 	grepLine      = regexp.MustCompile(`^([^\s:][^:]*?):(\d+)[:-]`)
 	pathLine      = regexp.MustCompile(`^\.?/?[\w.@-]+(/[\w.@-]+)+/?$`)
 	testCommand   = regexp.MustCompile(`(?i)(\btest\b|pytest|jest|vitest|mocha|cargo (test|build|check)|go (test|build|vet)|\bmake\b|npm run|tsc\b|mvn|gradle|ctest|tox|unittest)`)
@@ -104,7 +106,7 @@ func Classify(in Input) string {
 		if declaration.MatchString(stripLineNum(l)) {
 			decl++
 		}
-		if failingTest.MatchString(l) || passFailCount.MatchString(l) {
+		if len(logfacts.FailingTests(l)) > 0 || passFailCount.MatchString(l) {
 			fail++
 		}
 	}
@@ -157,18 +159,8 @@ func Digest(in Input) (string, string) {
 	return body, kind
 }
 
-func exitStatus(s string) string {
-	m := exitLine.FindStringSubmatch(s)
-	if m == nil {
-		return ""
-	}
-	for _, g := range m[2:] {
-		if g != "" {
-			return g
-		}
-	}
-	return ""
-}
+// exitStatus is the exit status an output reports ("" when none).
+func exitStatus(s string) string { return logfacts.Exit(s) }
 
 // fileDigest: path, line count, outline with line numbers, and the lines
 // around locations later messages point at.
@@ -180,7 +172,11 @@ func fileDigest(in Input) string {
 		p = gjson.Get(in.Args, "path").String()
 	}
 	if p == "" {
-		if m := filePathToken.FindString(gjson.Get(in.Args, "command").String()); m != "" {
+		cmd := gjson.Get(in.Args, "command").String()
+		if cmd == "" {
+			cmd = gjson.Get(in.Args, "cmd").String() // Codex's exec_command
+		}
+		if m := filePathToken.FindString(cmd); m != "" {
 			p = m
 		}
 	}
@@ -277,7 +273,7 @@ func logDigest(content string) string {
 	}
 	b.WriteString("\n")
 	seen := map[string]bool{}
-	var counts, failing, pkgs []string
+	var counts, pkgs []string
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		for _, m := range passFailCount.FindAllString(t, -1) {
@@ -286,18 +282,11 @@ func logDigest(content string) string {
 				counts = append(counts, m)
 			}
 		}
-		if m := failingTest.FindStringSubmatch(t); m != nil {
-			for _, g := range m[1:] {
-				if g != "" && !seen["t:"+g] {
-					seen["t:"+g] = true
-					failing = append(failing, g)
-				}
-			}
-		}
 		if goPkgResult.MatchString(t) && strings.HasPrefix(t, "FAIL") && len(pkgs) < 20 {
 			pkgs = append(pkgs, oneLine(t, 120))
 		}
 	}
+	failing := logfacts.FailingTests(text)
 	if len(counts) > 0 {
 		fmt.Fprintf(&b, "counts: %s\n", strings.Join(counts, ", "))
 	}
@@ -316,13 +305,14 @@ func logDigest(content string) string {
 	return b.String()
 }
 
-// errorBlocks keeps error-looking lines with ctx lines of context, at most
+// errorBlocks keeps the key lines (errors, failing tests, assertions,
+// compiler errors: package logfacts) with ctx lines of context, at most
 // max blocks.
 func errorBlocks(lines []string, max, ctx int) string {
 	var b strings.Builder
 	blocks, last := 0, -1
 	for i, l := range lines {
-		if !errorish.MatchString(l) || i <= last {
+		if !logfacts.IsKey(l) || i <= last {
 			continue
 		}
 		if blocks == max {

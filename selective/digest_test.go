@@ -83,3 +83,15 @@ func FuzzDigest(f *testing.F) {
 		_ = body
 	})
 }
+
+// TestFileDigestPathFromCmd: Codex's exec_command names its command "cmd".
+func TestFileDigestPathFromCmd(t *testing.T) {
+	var content strings.Builder
+	for i := 0; i < 80; i++ {
+		content.WriteString("\tx := compute(42) // a line of code\n")
+	}
+	got := fileDigest(Input{Tool: "exec_command", Args: `{"cmd":"cat pkg/timeparse/parse.go","workdir":"/repo"}`, Content: content.String()})
+	if !strings.Contains(got, "file pkg/timeparse/parse.go, 80 lines") {
+		t.Fatalf("digest %q", got)
+	}
+}

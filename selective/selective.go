@@ -40,6 +40,15 @@ type Message struct {
 	// Content is the span of the content value within Raw, if the caller
 	// already knows it ({0, 0}: Apply finds it).
 	Content [2]int
+	// Item is the index of the request item this message is (or is in:
+	// a Messages user turn carries several tool outputs).
+	Item int
+	// Frozen: never edited (a cache_control marker, a thinking block…).
+	Frozen bool
+	// Args are the spans, within Raw, of the tool calls' arguments that
+	// are JSON strings holding JSON (chat, Responses), which
+	// ClearToolInputs may shorten.
+	Args [][2]int
 }
 
 // Options configures a Condenser. Zero values pick the defaults.
@@ -69,6 +78,9 @@ type Condenser struct {
 	cache Cache // may be nil
 }
 
+// KeepRecent is how many of the newest tool outputs are never digested.
+func (c *Condenser) KeepRecent() int { return c.opts.KeepRecentToolOutputs }
+
 // New returns a Condenser; count returns the tokens of a text.
 func New(opts Options, count func(string) int, cache Cache) *Condenser {
 	if opts.KeepRecentToolOutputs == 0 {
@@ -94,12 +106,25 @@ type Request struct {
 	Need, MinSavings int
 	// Scope is the caller's scope, part of every cache key.
 	Scope string
-	// Keep stores the original behind a digest id (may be nil).
-	Keep func(id string, original []byte)
+	// Keep stores the original behind a digest id (may be nil); original
+	// renders it, called only when it is stored.
+	Keep func(id string, original func() []byte)
 	// Summarize, if set, writes the body of a new digest (an LLM); on error
 	// the deterministic digest is used. Either result is cached, so an
 	// output keeps the same digest from turn to turn.
 	Summarize func(ctx context.Context, in Input) (string, error)
+	// ProtectFrom, if above 0, also protects every message from this
+	// index on (the caller widens the protection to a stride grid).
+	ProtectFrom int
+	// Pick, if set, names the only messages (indexes into Messages) that
+	// may be digested, in that order, whatever their role and age, until
+	// Need is freed (MinSavings does not apply): the newest steps' outputs
+	// shrunk when even they do not fit.
+	Pick []int
+	// CacheOnly: make no new cache entry and call no Summarize; a digest
+	// not cached is the deterministic one (for counting without side
+	// effects).
+	CacheOnly bool
 }
 
 // Result is what Apply did.
@@ -109,6 +134,16 @@ type Result struct {
 	Cleared  int    // tool-call arguments shortened
 	Saved    int    // tokens freed (estimated from the texts)
 	IDs      []string
+	// Made lists the digests, in the order they were made.
+	Made []Made
+}
+
+// Made is one digest Apply made.
+type Made struct {
+	Item          int // Message.Item of the output digested
+	Tool, ID      string
+	Before, After int // tokens of the output and of its digest
+	Text          string
 }
 
 type patch struct {
@@ -145,11 +180,14 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		return res, nil
 	}
 	goal := r.Need
-	if r.MinSavings > 0 {
+	cands := c.candidates(r.Messages, r.ProtectFrom)
+	if r.Pick != nil {
+		cands = c.picked(r)
+	} else if r.MinSavings > 0 {
 		goal = (r.Need + r.MinSavings - 1) / r.MinSavings * r.MinSavings
 	}
 	var patches []patch
-	for _, cd := range c.candidates(r.Messages) {
+	for _, cd := range cands {
 		if res.Saved >= goal {
 			break
 		}
@@ -163,14 +201,15 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 			continue // a digest is never larger than its original
 		}
 		if r.Keep != nil {
-			r.Keep(id, []byte("["+m.Raw+"]"))
+			r.Keep(id, func() []byte { return []byte("[" + m.Raw + "]") })
 		}
 		patches = append(patches, patch{m.Start + cd.start, m.Start + cd.end, quote(digest)})
+		res.Made = append(res.Made, Made{Item: m.Item, Tool: m.ToolName, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
 		res.Saved += saved
 		res.Digested++
 		res.IDs = append(res.IDs, id)
 	}
-	if c.opts.ClearToolInputs && res.Saved < goal {
+	if c.opts.ClearToolInputs && res.Saved < goal && r.Pick == nil {
 		ps, saved, ids := c.clearInputs(r, goal-res.Saved)
 		patches = append(patches, ps...)
 		res.Saved += saved
@@ -187,7 +226,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 // candidates lists the digestible outputs, oldest first: tool messages
 // before the protected newest ones, large enough, of a tool not excluded,
 // with no part marked cache_control.
-func (c *Condenser) candidates(msgs []Message) []candidate {
+func (c *Condenser) candidates(msgs []Message, protectFrom int) []candidate {
 	tools := 0
 	protectedFrom := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -202,42 +241,86 @@ func (c *Condenser) candidates(msgs []Message) []candidate {
 	if c.opts.KeepRecentToolOutputs == 0 {
 		protectedFrom = len(msgs)
 	}
+	if protectFrom > 0 && protectFrom < protectedFrom {
+		protectedFrom = protectFrom
+	}
 	var out []candidate
 	for i, m := range msgs[:protectedFrom] {
-		if m.Role != "tool" || m.Tokens < c.opts.MinToolOutputTokens || c.excluded(m.ToolName) {
+		if m.Role != "tool" || m.Tokens < c.opts.MinToolOutputTokens {
 			continue
 		}
-		start, end := m.Content[0], m.Content[1]
-		if end == 0 {
-			var found bool
-			if start, end, found = tokenizer.FieldSpan(m.Raw, "content"); !found {
-				continue
-			}
+		if cd, ok := c.candidate(i, m); ok {
+			out = append(out, cd)
 		}
-		if start == 0 {
-			continue
-		}
-		raw := m.Raw[start:end]
-		switch raw[0] {
-		case '"':
-		case '[':
-			ok := true
-			gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
-				if p.Get("cache_control").Exists() || p.Get("type").Str != "text" {
-					ok = false
-					return false
-				}
-				return true
-			})
-			if !ok {
-				continue
-			}
-		default:
-			continue
-		}
-		out = append(out, candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens})
 	}
 	return out
+}
+
+// candidate checks that message i may be digested — not frozen, not of an
+// excluded tool, with a content that is a string or text parts without a
+// cache_control marker — and returns it as a candidate.
+func (c *Condenser) candidate(i int, m Message) (candidate, bool) {
+	if m.Frozen || c.excluded(m.ToolName) {
+		return candidate{}, false
+	}
+	start, end := m.Content[0], m.Content[1]
+	if end == 0 {
+		var found bool
+		if start, end, found = tokenizer.FieldSpan(m.Raw, "content"); !found {
+			return candidate{}, false
+		}
+	}
+	if start == 0 {
+		return candidate{}, false
+	}
+	raw := m.Raw[start:end]
+	if strings.HasPrefix(raw, `"[condense-proxy digest of `) {
+		return candidate{}, false // a digest already
+	}
+	switch raw[0] {
+	case '"':
+	case '[':
+		ok := true
+		gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
+			if p.Get("cache_control").Exists() || !textPart(p.Get("type").Str) {
+				ok = false
+				return false
+			}
+			return true
+		})
+		if !ok {
+			return candidate{}, false
+		}
+	default:
+		return candidate{}, false
+	}
+	return candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens}, true
+}
+
+// picked lists the candidates among the messages r.Pick names, in the
+// caller's order: the newest steps' outputs shrunk so the request fits.
+func (c *Condenser) picked(r Request) []candidate {
+	var out []candidate
+	for _, i := range r.Pick {
+		if i < 0 || i >= len(r.Messages) || r.Messages[i].Tokens < minPickTokens {
+			continue
+		}
+		if cd, ok := c.candidate(i, r.Messages[i]); ok {
+			out = append(out, cd)
+		}
+	}
+	return out
+}
+
+// minPickTokens: smaller outputs are not worth a digest even when the
+// request does not fit.
+const minPickTokens = 200
+
+// textPart reports whether a content part of this type is plain text: a
+// chat or Messages "text" part, a Responses output's "input_text" or
+// "output_text".
+func textPart(typ string) bool {
+	return typ == "text" || typ == "input_text" || typ == "output_text"
 }
 
 func (c *Condenser) excluded(tool string) bool {
@@ -271,10 +354,17 @@ func laterWindow(msgs []Message, i, n int) []Message {
 func windowText(ms []Message) string {
 	var b strings.Builder
 	for _, m := range ms {
-		if m.Role == "tool" || m.Role == "assistant" {
-			b.WriteString(gjson.Get(m.Raw, "content").String())
-			b.WriteByte('\n')
+		if m.Role != "tool" && m.Role != "assistant" {
+			continue
 		}
+		if m.Content[1] > 0 {
+			// The output's own value (a Responses output is not under
+			// "content").
+			b.WriteString(gjson.Parse(m.Raw[m.Content[0]:m.Content[1]]).String())
+		} else {
+			b.WriteString(gjson.Get(m.Raw, "content").String())
+		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
@@ -307,11 +397,17 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 		}
 	}
 	text := cd.text()
-	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later)}
+	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later), Key: id}
 	body, kind := Digest(in)
-	if r.Summarize != nil {
-		if s, err := r.Summarize(ctx, in); err == nil && strings.TrimSpace(s) != "" && len(s) < len(text) {
+	keep := c.cache != nil && !r.CacheOnly
+	if r.Summarize != nil && !r.CacheOnly {
+		s, err := r.Summarize(ctx, in)
+		if err == nil && strings.TrimSpace(s) != "" && len(s) < len(text) {
 			body, kind = s, "LLM digest"
+		} else if err != nil {
+			// The deterministic digest stands in for this request only:
+			// the LLM is asked again once it is back.
+			keep = false
 		}
 	}
 	what := m.ToolName
@@ -321,7 +417,7 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 	lines := strings.Count(text, "\n") + 1
 	out := fmt.Sprintf("[condense-proxy digest of %s — %s, original %d lines, %d tokens; id %s: GET /v1/condense/originals/%s]\n%s",
 		what, kind, lines, cd.tokens, id, id, strings.TrimRight(body, "\n"))
-	if c.cache != nil {
+	if keep {
 		c.cache.Set(context.WithoutCancel(ctx), key, []byte(out), 24*time.Hour)
 	}
 	return out, id
@@ -339,15 +435,13 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
 		if saved >= goal || i >= last {
 			break
 		}
-		if m.Role != "assistant" {
+		if m.Role != "assistant" || m.Frozen {
 			continue
 		}
-		calls := gjson.Get(m.Raw, "tool_calls").Array()
-		for j := range calls {
-			path := fmt.Sprintf("tool_calls.%d.function.arguments", j)
-			argsRes := gjson.Get(m.Raw, path)
-			args := argsRes.String()
-			if len(args) < 4*c.opts.MinToolOutputTokens || !gjson.Valid(args) || argsRes.Index <= 0 {
+		for _, sp := range m.Args {
+			argsRaw := m.Raw[sp[0]:sp[1]]
+			args := gjson.Parse(argsRaw).String()
+			if len(args) < 4*c.opts.MinToolOutputTokens || !gjson.Valid(args) {
 				continue
 			}
 			short := args
@@ -361,7 +455,8 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
 						changed = true
 						ids = append(ids, id)
 						if r.Keep != nil {
-							r.Keep(id, quote(v.Str))
+							str := v.Str
+							r.Keep(id, func() []byte { return quote(str) })
 						}
 					}
 				}
@@ -370,8 +465,8 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
 			if !changed {
 				continue
 			}
-			start := m.Start + argsRes.Index
-			patches = append(patches, patch{start, start + len(argsRes.Raw), quote(short)})
+			start := m.Start + sp[0]
+			patches = append(patches, patch{start, start + len(argsRaw), quote(short)})
 			saved += c.count(args) - c.count(short)
 		}
 	}

@@ -29,9 +29,14 @@ func view(t testing.TB, body []byte) []Message {
 	var out []Message
 	for i, sp := range rc.Spans {
 		raw := string(body[sp[0]:sp[1]])
-		m := Message{Role: gjson.Get(raw, "role").Str, Raw: raw, Start: sp[0], Tokens: rc.Messages[i]}
+		m := Message{Role: gjson.Get(raw, "role").Str, Raw: raw, Start: sp[0], Tokens: rc.Messages[i], Item: i}
+		j := 0
 		gjson.Get(raw, "tool_calls").ForEach(func(_, tc gjson.Result) bool {
 			calls[tc.Get("id").Str] = call{tc.Get("function.name").Str, tc.Get("function.arguments").String()}
+			if a := gjson.Get(raw, fmt.Sprintf("tool_calls.%d.function.arguments", j)); a.Type == gjson.String {
+				m.Args = append(m.Args, [2]int{a.Index, a.Index + len(a.Raw)})
+			}
+			j++
 			return true
 		})
 		if m.Role == "tool" {
@@ -86,7 +91,7 @@ func TestApplyIsSurgical(t *testing.T) {
 	c := New(Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200, ExcludeTools: []string{"todo"}}, count, nil)
 	kept := map[string][]byte{}
 	res, err := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 1 << 30, Scope: "s",
-		Keep: func(id string, o []byte) { kept[id] = o }})
+		Keep: func(id string, o func() []byte) { kept[id] = o() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +173,23 @@ func TestApplyOldestFirstAndMinSavings(t *testing.T) {
 func TestMonotoneAcrossTurns(t *testing.T) {
 	c := New(Options{KeepRecentToolOutputs: 2, MinToolOutputTokens: 200}, count, nil)
 	var prev []Message
+	digested, turnsDigesting := 0, 0
 	for n := 6; n <= 14; n++ {
 		body := session(n)
 		res, _ := c.Apply(context.Background(), Request{Body: body, Messages: view(t, body), Need: 2000 * n, Scope: "s"})
 		out := view(t, res.Body)
+		// The property below holds trivially if nothing is digested: the
+		// turns must digest, and never fewer outputs than the turn before.
+		if res.Digested < digested {
+			t.Fatalf("turn %d: %d outputs digested, %d the turn before", n, res.Digested, digested)
+		}
+		if in := strings.Count(string(res.Body), "condense-proxy digest"); in != res.Digested {
+			t.Fatalf("turn %d: %d digests in the body, %d reported", n, in, res.Digested)
+		}
+		digested = res.Digested
+		if res.Digested > 0 {
+			turnsDigesting++
+		}
 		for i := range prev {
 			if prev[i].Raw != out[i].Raw && strings.Contains(prev[i].Raw, "condense-proxy digest") {
 				t.Fatalf("turn %d: message %d digested differently than before", n, i)
@@ -181,6 +199,10 @@ func TestMonotoneAcrossTurns(t *testing.T) {
 			}
 		}
 		prev = out
+	}
+	t.Logf("%d turns digested, %d outputs at the last", turnsDigesting, digested)
+	if turnsDigesting < 6 || digested < 3 {
+		t.Fatalf("%d of 9 turns digested anything, %d outputs at the last: the property was hardly tested", turnsDigesting, digested)
 	}
 }
 

@@ -1,0 +1,38 @@
+package condense
+
+// Change is one thing condensing replaced in a request, for the live page
+// and the originals endpoint: a summary, a digest or a window marker.
+type Change struct {
+	// Kind is ChangeSummary, ChangeDigest or ChangeWindow.
+	Kind string `json:"kind"`
+	// ID names the originals (GET /v1/condense/originals/{id}).
+	ID string `json:"id"`
+	// Level of a summary (1: a chunk of messages; >1: merged summaries).
+	Level int `json:"level,omitempty"`
+	// From and To are the received items [From, To) replaced (summaries
+	// and windows), or the item a digest was made in (To = From+1).
+	From int `json:"from"`
+	To   int `json:"to"`
+	// Tool is the tool whose output a digest replaced.
+	Tool string `json:"tool,omitempty"`
+	// TokensBefore and TokensAfter: the replaced content and its
+	// replacement.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+	// Text is the summary, digest or marker text as forwarded.
+	Text string `json:"text"`
+}
+
+// Kinds of Change.
+const (
+	ChangeSummary = "summary"
+	ChangeDigest  = "digest"
+	ChangeWindow  = "window"
+)
+
+// ItemShape describes one item (message) of a request without its
+// content: enough to draw a request's shape.
+type ItemShape struct {
+	Role   string `json:"role"`
+	Tokens int    `json:"tokens"`
+}
