@@ -32,7 +32,17 @@ type Call struct {
 	User        string
 	MaxTokens   int
 	Credentials http.Header // Authorization and similar, copied onto the request
+	// Reasoning asks a reasoning model (OpenAI's o-series, gpt-5): the
+	// bound is sent as max_completion_tokens, with ReasoningHeadroom added
+	// for the reasoning it counts, and no temperature (they take only the
+	// default). Otherwise max_tokens and temperature 0.
+	Reasoning bool
 }
+
+// ReasoningHeadroom is added to a reasoning model's bound: its reasoning
+// tokens count against max_completion_tokens, and an answer cut off while
+// still reasoning is empty.
+const ReasoningHeadroom = 8192
 
 // ErrEmpty is returned when the upstream answered without text.
 var ErrEmpty = errors.New("empty completion")
@@ -42,16 +52,21 @@ const maxAnswer = 4 << 20
 
 // Complete returns the assistant's text.
 func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
-	body, err := json.Marshal(map[string]any{
-		"model":       call.Model,
-		"temperature": 0,
-		"max_tokens":  call.MaxTokens,
-		"stream":      false,
+	payload := map[string]any{
+		"model":  call.Model,
+		"stream": false,
 		"messages": []map[string]string{
 			{"role": "system", "content": call.System},
 			{"role": "user", "content": call.User},
 		},
-	})
+	}
+	if call.Reasoning {
+		payload["max_completion_tokens"] = call.MaxTokens + ReasoningHeadroom
+	} else {
+		payload["max_tokens"] = call.MaxTokens
+		payload["temperature"] = 0
+	}
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return "", fmt.Errorf("encoding completion request: %w", err)
 	}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 )
 
 func TestComplete(t *testing.T) {
@@ -75,5 +81,62 @@ func TestCompleteHonoursContext(t *testing.T) {
 	cancel()
 	if _, err := (&Client{BaseURL: u}).Complete(ctx, Call{Model: "m"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
+// TestReasoningModels: against an upstream that refuses what OpenAI
+// refuses of reasoning models (max_tokens, a temperature other than 1),
+// the summarizer asks each model the way the registry says it takes.
+func TestReasoningModels(t *testing.T) {
+	fake := fakeupstream.New()
+	var mu sync.Mutex
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		mu.Lock()
+		bodies = append(bodies, m)
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		fake.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	registry := func(model string) bool { return strings.HasPrefix(model, "o") || strings.HasPrefix(model, "gpt-5") }
+	in := condense.SummaryInput{Prompt: "You summarize.", Text: "user: hi", Level: 1, MaxTokens: 500}
+	for _, tc := range []struct {
+		model     string
+		reasoning func(string) bool
+		ok        bool
+	}{
+		{"gpt-4o", registry, true},
+		{"o3-mini", registry, true},
+		{"gpt-5", registry, true},
+		{"openai/o4-mini", func(m string) bool { return registry(strings.TrimPrefix(m, "openai/")) }, true},
+		{"o3-mini", nil, false}, // max_tokens and temperature 0: refused
+		{"gpt-5", func(string) bool { return false }, false},
+	} {
+		in.Model = tc.model
+		s := &Summarizer{Client: &Client{BaseURL: u}, Reasoning: tc.reasoning}
+		_, err := s.Summarize(context.Background(), in)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s (registry %v): err %v, want success %v", tc.model, tc.reasoning != nil, err, tc.ok)
+		}
+		mu.Lock()
+		b := bodies[len(bodies)-1]
+		mu.Unlock()
+		if !tc.ok {
+			continue
+		}
+		_, hasMax := b["max_tokens"]
+		_, hasTemp := b["temperature"]
+		if tc.model == "gpt-4o" {
+			if b["max_tokens"] != 500.0 || b["temperature"] != 0.0 || b["max_completion_tokens"] != nil {
+				t.Errorf("%s: body %v", tc.model, b)
+			}
+		} else if hasMax || hasTemp || b["max_completion_tokens"] != float64(500+ReasoningHeadroom) {
+			t.Errorf("%s: body %v", tc.model, b)
+		}
 	}
 }

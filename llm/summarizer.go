@@ -11,11 +11,31 @@ import (
 // message, the caller's credentials on the request.
 type Summarizer struct {
 	Client *Client
+	// Responses, if set, asks the summaries of requests whose API is
+	// "responses" (see API); nil: every summary goes through Client.
+	Responses *ResponsesClient
+	// API is the API summaries are asked in: "auto" or "" (the wire
+	// format of the request being condensed), "chat" or "responses". An
+	// API without a client here falls back to chat completions.
+	API string
+	// Reasoning reports whether a model is a reasoning model, asked with
+	// max_completion_tokens (chat) and no temperature (the model registry
+	// decides). Nil: none is.
+	Reasoning func(model string) bool
 }
 
 var _ condense.Summarizer = (*Summarizer)(nil)
 
 // Summarize implements condense.Summarizer.
 func (s *Summarizer) Summarize(ctx context.Context, in condense.SummaryInput) (string, error) {
-	return s.Client.Complete(ctx, Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens, Credentials: in.Credentials})
+	call := Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens,
+		Credentials: in.Credentials, Reasoning: s.Reasoning != nil && s.Reasoning(in.Model)}
+	api := s.API
+	if api == "" || api == "auto" {
+		api = in.Format
+	}
+	if api == "responses" && s.Responses != nil {
+		return s.Responses.Complete(ctx, call)
+	}
+	return s.Client.Complete(ctx, call)
 }

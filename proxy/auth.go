@@ -9,9 +9,10 @@ import (
 
 // requireKey answers 401 before anything else happens when the request
 // carries none of the accepted inbound keys (Authorization: Bearer, or
-// x-api-key / api-key). Health and metrics endpoints stay open. The key
-// is compared in constant time, by hash, and never logged.
-func requireKey(keys []string) func(http.Handler) http.Handler {
+// x-api-key / api-key). Health and metrics endpoints stay open, and so
+// does /ui when ui is set (the page checks keys itself). The key is
+// compared in constant time, by hash, and never logged.
+func requireKey(keys []string, ui bool) func(http.Handler) http.Handler {
 	sums := make([][32]byte, 0, len(keys))
 	for _, k := range keys {
 		sums = append(sums, sha256.Sum256([]byte(k)))
@@ -19,21 +20,11 @@ func requireKey(keys []string) func(http.Handler) http.Handler {
 	open := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(sums) == 0 || open[r.URL.Path] {
+			if len(sums) == 0 || open[r.URL.Path] || ui && isUIPath(r.URL.Path) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			var presented []string
-			if a := r.Header.Get("Authorization"); a != "" {
-				if tok, ok := strings.CutPrefix(a, "Bearer "); ok {
-					presented = append(presented, strings.TrimSpace(tok))
-				}
-			}
-			presented = append(presented, r.Header.Get("X-Api-Key"), r.Header.Get("Api-Key"))
-			for _, p := range presented {
-				if p == "" {
-					continue
-				}
+			for _, p := range PresentedKeys(r.Header) {
 				sum := sha256.Sum256([]byte(p))
 				for _, s := range sums {
 					if subtle.ConstantTimeCompare(sum[:], s[:]) == 1 {
@@ -46,4 +37,41 @@ func requireKey(keys []string) func(http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "invalid_request_error", "condense-proxy: missing or unknown API key")
 		})
 	}
+}
+
+// keyHeaders carry an inbound key as they are, besides Authorization's
+// Bearer token.
+var keyHeaders = []string{"X-Api-Key", "Api-Key"}
+
+// KeyForms returns the header sets in which a request can present key
+// (what PresentedKeys accepts): Authorization: Bearer, x-api-key, api-key.
+func KeyForms(key string) []http.Header {
+	out := []http.Header{{"Authorization": {"Bearer " + key}}}
+	for _, k := range keyHeaders {
+		out = append(out, http.Header{k: {key}})
+	}
+	return out
+}
+
+// PresentedKeys returns the inbound keys a request presents, non-empty:
+// the token of Authorization's Bearer scheme (the scheme name matched
+// case-insensitively, as RFC 9110 has it), then x-api-key and api-key.
+func PresentedKeys(h http.Header) []string {
+	var out []string
+	if scheme, tok, ok := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		if tok = strings.TrimSpace(tok); tok != "" {
+			out = append(out, tok)
+		}
+	}
+	for _, k := range keyHeaders {
+		if v := h.Get(k); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// isUIPath reports whether path is the live page's.
+func isUIPath(path string) bool {
+	return path == "/ui" || strings.HasPrefix(path, "/ui/")
 }

@@ -2,11 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/condense-proxy/condense-proxy/condense"
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Request and response headers of the external interface.
@@ -33,14 +26,45 @@ const (
 	HeaderCache        = "X-Condense-Cache"
 )
 
-var errTooLarge = errors.New("body too large")
+// condensing returns the handler of a condensing route: the body is read,
+// decoded and handed to the Condenser with the route's codec; what comes
+// back is forwarded.
+func (p *Proxy) condensing(route string, codec view.Codec) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { p.condense(w, r, route, codec) }
+}
 
-// chat handles POST /v1/chat/completions and /chat/completions.
-func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
+func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, codec view.Codec) {
 	start := time.Now()
 	ri := info(r.Context())
-	ri.route = "chat"
+	ri.route = route
+	if !p.inflight.acquire(r.Context(), p.opts.InflightWait) {
+		if r.Context().Err() != nil {
+			ri.status = StatusClientClosed
+			ri.note = "client left while waiting to be condensed"
+			return
+		}
+		// Busy: the request goes on as received, body streamed, nothing
+		// read or counted here.
+		why := fmt.Sprintf("busy: %d requests being condensed (max_inflight_condense); forwarded unchanged", p.inflight.size())
+		ri.note = why
+		w.Header().Set(HeaderApplied, condense.AppliedNone)
+		w.Header().Set(HeaderDegraded, why)
+		p.metrics.Condensed(condense.AppliedNone, "busy", 0)
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	body, ok := p.prepare(w, r, codec)
+	p.inflight.release()
+	if ok {
+		p.forward(w, r, body, start)
+	}
+}
 
+// prepare reads, decodes and condenses r's body, holding one of the
+// in-flight places. It returns the body to forward, or false when it
+// answered the request itself (413) or the client left.
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec) ([]byte, bool) {
+	ri := info(r.Context())
 	raw, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -48,11 +72,11 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 			ri.note = fmt.Sprintf("body over max_body_bytes (%d)", p.opts.MaxBodyBytes)
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
 				fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes))
-			return
+			return nil, false
 		}
 		ri.status = StatusClientClosed
 		ri.note = "reading request body: " + err.Error()
-		return
+		return nil, false
 	}
 
 	body, decoded, err := decodeBody(raw, r.Header.Get("Content-Encoding"), p.opts.MaxDecompressedBytes)
@@ -61,12 +85,11 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		ri.note = fmt.Sprintf("decoded body over max_decompressed_bytes (%d)", p.opts.MaxDecompressedBytes)
 		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
 			fmt.Sprintf("condense-proxy: decoded request body larger than %d bytes", p.opts.MaxDecompressedBytes))
-		return
+		return nil, false
 	case err != nil:
 		// Not ours to judge: the upstream sees exactly what was sent.
 		ri.note = "body not decodable (" + err.Error() + "); forwarded unchanged"
-		p.forward(w, r, raw, start)
-		return
+		return raw, true
 	}
 	if decoded {
 		r.Header.Del("Content-Encoding")
@@ -74,7 +97,7 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 
 	mode := p.opts.DefaultMode
 	if h := strings.ToLower(strings.TrimSpace(r.Header.Get(HeaderMode))); h != "" {
-		if validMode(h) {
+		if condense.ValidMode(h) {
 			mode = h
 		} else {
 			ri.note = fmt.Sprintf("unknown %s %q; using %s", HeaderMode, h, mode)
@@ -82,24 +105,26 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	ri.mode = mode
 	force, _ := strconv.ParseBool(r.Header.Get(HeaderForce))
+	ri.scope = p.opts.Scoper.Scope(r.Header)
 
 	res, err := p.opts.Condenser.Condense(r.Context(), condense.Request{
 		Body:        body,
+		Codec:       codec,
 		Mode:        mode,
 		Force:       force,
-		Scope:       Scope(r.Header),
-		Credentials: credentials(r.Header),
+		Scope:       ri.scope,
+		Credentials: p.opts.Scoper.Credentials(r.Header),
 	})
 	if err != nil {
 		if r.Context().Err() != nil {
 			ri.status = StatusClientClosed
 			ri.note = "client left while condensing"
-			return
+			return nil, false
 		}
-		if errors.Is(err, tokenizer.ErrTooManyMessages) {
+		if errors.Is(err, view.ErrTooManyItems) {
 			ri.note = err.Error()
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "condense-proxy: "+err.Error())
-			return
+			return nil, false
 		}
 		ri.note = "condensing failed (" + err.Error() + "); forwarded unchanged"
 		res = condense.Result{Body: body, Report: condense.Report{Applied: condense.AppliedNone}}
@@ -120,27 +145,9 @@ func (p *Proxy) chat(w http.ResponseWriter, r *http.Request) {
 		if rep.Cache != "" {
 			h.Set(HeaderCache, rep.Cache)
 		}
-		p.metrics.tokens.WithLabelValues("received").Add(float64(rep.TokensBefore))
-		p.metrics.tokens.WithLabelValues("forwarded").Add(float64(rep.TokensAfter))
+		p.metrics.observeReport(rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.PrefixReused)
 	}
-	p.forward(w, r, res.Body, start)
-}
-
-// readBody reads r's body, at most limit bytes, into one buffer sized from
-// Content-Length when the client sent one.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	defer r.Body.Close()
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	if n := r.ContentLength; n > 0 && n <= limit {
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return nil, err
-		}
-		// A body longer than it announced is a protocol error net/http
-		// reports; anything left is not read.
-		return buf, nil
-	}
-	return io.ReadAll(rd)
+	return res.Body, true
 }
 
 // forward sends body upstream in place of r's.
@@ -153,85 +160,4 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, sta
 	ri.overhead = time.Since(start)
 	p.metrics.overhead.Observe(ri.overhead.Seconds())
 	p.rp.ServeHTTP(w, r)
-}
-
-func validMode(m string) bool {
-	switch m {
-	case condense.ModeAuto, condense.ModeFull, condense.ModeSelective, condense.ModeTruncate, condense.ModeOff:
-		return true
-	}
-	return false
-}
-
-// Scope identifies the caller by a hash of its credentials (Authorization,
-// x-api-key, api-key). The credentials themselves are never kept.
-func Scope(h http.Header) string {
-	sum := sha256.New()
-	for _, k := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
-		sum.Write([]byte(k))
-		sum.Write([]byte{0})
-		sum.Write([]byte(h.Get(k)))
-		sum.Write([]byte{0})
-	}
-	return hex.EncodeToString(sum.Sum(nil)[:16])
-}
-
-// credentialHeaders are copied onto the summarizer's upstream calls, so a
-// summary is paid for by the caller whose conversation it is.
-var credentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "OpenAI-Organization", "OpenAI-Project"}
-
-func credentials(h http.Header) http.Header {
-	out := http.Header{}
-	for _, k := range credentialHeaders {
-		if v := h.Values(k); len(v) > 0 {
-			out[k] = append([]string(nil), v...)
-		}
-	}
-	return out
-}
-
-// decodeBody undoes a Content-Encoding of gzip, zstd or deflate, reading
-// at most limit decoded bytes. decoded is false when there was nothing to
-// undo. An unknown encoding or corrupt data is an error (the caller
-// forwards the body as received); more than limit bytes is errTooLarge.
-func decodeBody(raw []byte, encoding string, limit int64) (body []byte, decoded bool, err error) {
-	enc := strings.ToLower(strings.TrimSpace(encoding))
-	var rd io.Reader
-	switch enc {
-	case "", "identity":
-		return raw, false, nil
-	case "gzip", "x-gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, false, fmt.Errorf("gzip: %w", err)
-		}
-		rd = zr
-	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)+1))
-		if err != nil {
-			return nil, false, fmt.Errorf("zstd: %w", err)
-		}
-		defer zr.Close()
-		rd = zr
-	case "deflate":
-		// HTTP's deflate is zlib-wrapped; some clients send raw deflate.
-		if zr, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
-			rd = zr
-		} else {
-			rd = flate.NewReader(bytes.NewReader(raw))
-		}
-	default:
-		return nil, false, fmt.Errorf("unsupported content-encoding %q", encoding)
-	}
-	out, err := io.ReadAll(io.LimitReader(rd, limit+1))
-	if err != nil {
-		if strings.Contains(err.Error(), "exceeds") || strings.Contains(err.Error(), "memory") {
-			return nil, false, errTooLarge
-		}
-		return nil, false, fmt.Errorf("decoding %s: %w", enc, err)
-	}
-	if int64(len(out)) > limit {
-		return nil, false, errTooLarge
-	}
-	return out, true, nil
 }

@@ -19,6 +19,20 @@ type Metrics struct {
 	condensations  *prometheus.CounterVec
 	tokensSaved    prometheus.Counter
 	summarizer     *prometheus.HistogramVec
+	// Per mode applied: tokens forwarded, and those of them that led the
+	// conversation's previous request identically (a prompt cache's share).
+	forwarded    *prometheus.CounterVec
+	prefixReused *prometheus.CounterVec
+}
+
+// observeReport records a counted request's tokens.
+func (m *Metrics) observeReport(applied string, before, after, reused int) {
+	m.tokens.WithLabelValues("received").Add(float64(before))
+	m.tokens.WithLabelValues("forwarded").Add(float64(after))
+	m.forwarded.WithLabelValues(applied).Add(float64(after))
+	if reused > 0 {
+		m.prefixReused.WithLabelValues(applied).Add(float64(reused))
+	}
 }
 
 // Condensed implements condense.Observer.
@@ -67,6 +81,13 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 	m.condensations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "condense_condensations_total", Help: "Condensing attempts by mode applied and outcome.",
 	}, []string{"mode", "outcome"})
+	m.forwarded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_forwarded_tokens_total", Help: "Tokens forwarded, by mode applied (none, full, selective, truncate).",
+	}, []string{"mode"})
+	m.prefixReused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_prefix_reused_tokens_total",
+		Help: "Forwarded tokens that led the conversation's previous forwarded request identically (what a provider's prompt cache can serve), by mode applied.",
+	}, []string{"mode"})
 	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "condense_tokens_saved_total", Help: "Tokens removed from forwarded requests by condensing.",
 	})
@@ -74,7 +95,7 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_summarizer_call_seconds", Help: "Summarizer calls by outcome, with latency.",
 		Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 40, 60, 120},
 	}, []string{"outcome"})
-	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer)
+	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer, m.forwarded, m.prefixReused)
 	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cacheStats != nil {

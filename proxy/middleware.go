@@ -22,6 +22,7 @@ type reqInfo struct {
 	status      int
 	report      *condense.Report
 	mode        string
+	scope       string // the caller's scope, once the handler computed it
 	upstreamErr error
 	overhead    time.Duration // time spent before the upstream was called
 	note        string
@@ -78,6 +79,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 					slog.Int("tokens_before", rep.TokensBefore),
 					slog.Int("tokens_after", rep.TokensAfter),
 					slog.Int("trigger", rep.Trigger),
+					slog.Int("prefix_reused", rep.PrefixReused),
 					slog.String("reason", rep.Reason),
 					slog.Duration("overhead", ri.overhead),
 				)
@@ -99,13 +101,14 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 					level = slog.LevelWarn
 				}
 			}
-			if route == "/healthz" || route == "/readyz" || route == "/metrics" {
+			if route == "/healthz" || route == "/readyz" || route == "/metrics" || isUIPath(r.URL.Path) {
 				level = slog.LevelDebug
 			}
 			if rec != nil {
 				level = slog.LevelWarn
 			}
 			p.log.LogAttrs(r.Context(), level, "request", attrs...)
+			p.record(r, ri, status, start)
 			if rec != nil {
 				panic(rec)
 			}

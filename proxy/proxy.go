@@ -1,8 +1,9 @@
 // Package proxy is condense-proxy's HTTP front: a chi router that condenses
-// chat-completions requests on their way to the upstream and passes every
-// other request through untouched.
+// chat-completions and Responses requests on their way to the upstream and
+// passes every other request through untouched (WebSocket upgrades
+// included).
 //
-// A chat request travels like this: the body is read (bounded), decoded if
+// A condensing route's request travels like this: the body is read (bounded), decoded if
 // it carries a Content-Encoding, and handed raw to the Condenser with the
 // mode from X-Condense-Mode; the body the Condenser returns — the received
 // bytes themselves when nothing was done — goes to the upstream through an
@@ -23,12 +24,17 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Condenser condenses one chat request; package condense's Engine is one.
@@ -51,8 +57,12 @@ type Pinger interface {
 type Options struct {
 	// Upstream is the base URL; the request path is appended to it.
 	Upstream *url.URL
-	// Condenser decides and condenses chat requests.
+	// Condenser decides and condenses requests.
 	Condenser Condenser
+	// Codecs are the wire formats condensed, by route. A nil codec: a
+	// fresh one with its own token counter (wiring passes codecs sharing
+	// the engine's counter and its limits).
+	Codecs Codecs
 	// DefaultMode is used when a request has no X-Condense-Mode header.
 	// Default condense.ModeAuto.
 	DefaultMode string
@@ -60,6 +70,13 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxDecompressedBytes bounds a decoded body (413 above). Default 128 MiB.
 	MaxDecompressedBytes int64
+	// MaxInflight caps the chat requests being read and condensed at once.
+	// A request finding no place waits up to InflightWait for one, then is
+	// forwarded unchanged (its body streamed, not counted) with
+	// X-Condense-Degraded saying so. 0: 4 × GOMAXPROCS.
+	MaxInflight int
+	// InflightWait is how long a request waits for a place. 0: 1s.
+	InflightWait time.Duration
 	// Transport sends requests upstream. Nil: NewTransport(TransportOptions{}).
 	Transport http.RoundTripper
 	// Originals serves GET /v1/condense/originals/{id}; nil: 404.
@@ -77,6 +94,25 @@ type Options struct {
 	// requests get 401 before anything else happens. Default: none (no
 	// inbound auth).
 	AuthKeys []string
+	// Scoper maps a request's credentials to the caller's scope (cache
+	// keys, originals, the live page) and picks the headers the
+	// summarizer's calls carry. Nil: NewScoper(nil, nil), a random secret
+	// over CredentialHeaders.
+	Scoper *Scoper
+
+	// Recorder, if set, receives an Event per condensable request once it
+	// is answered (the live page's record). Nil: nothing is kept.
+	Recorder Recorder
+	// UI, if set, is mounted at /ui and /ui/… (the live page). It does its
+	// own authentication: AuthKeys do not guard it. Nil: those paths pass
+	// through like any other.
+	UI http.Handler
+}
+
+// Codecs holds the codec of each condensing route's wire format.
+type Codecs struct {
+	Chat      view.Codec // POST /v1/chat/completions, /chat/completions
+	Responses view.Codec // POST /v1/responses, /responses
 }
 
 // Proxy is the HTTP handler. Safe for concurrent use.
@@ -86,6 +122,8 @@ type Proxy struct {
 	log     *slog.Logger
 	metrics *Metrics
 	router  chi.Router
+	// inflight bounds the requests being condensed.
+	inflight slots
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -122,6 +160,11 @@ func NewTransport(o TransportOptions) *http.Transport {
 	}
 }
 
+// defaultMaxInflight is the cap on requests condensed at once when none is
+// configured: 4 × GOMAXPROCS (counting and condensing are CPU work; a few
+// per core keep the cores busy while some wait for the summarizer).
+func defaultMaxInflight() int { return 4 * runtime.GOMAXPROCS(0) }
+
 // New returns the proxy handler.
 func New(o Options) *Proxy {
 	if o.DefaultMode == "" {
@@ -133,6 +176,12 @@ func New(o Options) *Proxy {
 	if o.MaxDecompressedBytes <= 0 {
 		o.MaxDecompressedBytes = 128 << 20
 	}
+	if o.MaxInflight <= 0 {
+		o.MaxInflight = defaultMaxInflight()
+	}
+	if o.InflightWait <= 0 {
+		o.InflightWait = time.Second
+	}
 	if o.Transport == nil {
 		o.Transport = NewTransport(TransportOptions{})
 	}
@@ -142,16 +191,41 @@ func New(o Options) *Proxy {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
-	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics}
+	if o.Scoper == nil {
+		o.Scoper = NewScoper(nil, nil)
+	}
+	if o.Codecs.Chat == nil {
+		o.Codecs.Chat = chat.New(tokenizer.New(tokenizer.Options{}))
+	}
+	if o.Codecs.Responses == nil {
+		o.Codecs.Responses = responses.New(tokenizer.New(tokenizer.Options{}))
+	}
+	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics, inflight: newSlots(o.MaxInflight)}
 	upstream := o.Upstream
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			// The upstream's scheme, host and base path, whatever the
+			// request line, Host or X-Forwarded-* say (Rewrite drops the
+			// X-Forwarded-* and Forwarded headers; SetURL clears Out.Host).
 			pr.SetURL(upstream)
 			for k := range pr.Out.Header {
 				if strings.HasPrefix(strings.ToLower(k), "x-condense-") {
 					pr.Out.Header.Del(k)
 				}
 			}
+			// Headers some servers take as the request's real path.
+			pr.Out.Header.Del("X-Original-Url")
+			pr.Out.Header.Del("X-Rewrite-Url")
+		},
+		// A protocol switch (a WebSocket on /v1/responses) is handed to
+		// the client as the upstream answered; the log says so.
+		ModifyResponse: func(res *http.Response) error {
+			if res.StatusCode == http.StatusSwitchingProtocols {
+				ri := info(res.Request.Context())
+				ri.status = res.StatusCode
+				ri.note = "switched to " + res.Header.Get("Upgrade") + "; passed through, not condensed"
+			}
+			return nil
 		},
 		Transport:     o.Transport,
 		FlushInterval: -1,
@@ -160,13 +234,21 @@ func New(o Options) *Proxy {
 	}
 
 	r := chi.NewRouter()
-	r.Use(p.logRequests, recoverer, requireKey(o.AuthKeys))
+	r.Use(p.logRequests, recoverer, refuseDotSegments, requireKey(o.AuthKeys, o.UI != nil))
 	r.Get("/healthz", p.healthz)
 	r.Get("/readyz", p.readyz)
 	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
-	r.Post("/v1/chat/completions", p.chat)
-	r.Post("/chat/completions", p.chat)
+	chatRoute := p.condensing("chat", o.Codecs.Chat)
+	r.Post("/v1/chat/completions", chatRoute)
+	r.Post("/chat/completions", chatRoute)
+	responsesRoute := p.condensing("responses", o.Codecs.Responses)
+	r.Post("/v1/responses", responsesRoute)
+	r.Post("/responses", responsesRoute)
 	r.Get("/v1/condense/originals/{id}", p.originals)
+	if o.UI != nil {
+		r.Handle("/ui", o.UI)
+		r.Handle("/ui/*", o.UI)
+	}
 	r.NotFound(p.passthrough)
 	r.MethodNotAllowed(p.passthrough)
 	p.router = r
@@ -178,12 +260,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.router.ServeHTTP(w, r)
 }
 
-// Handle adds a route in front of the pass-through (for endpoints other
-// packages provide).
-func (p *Proxy) Handle(method, pattern string, h http.Handler) {
-	p.router.Method(method, pattern, h)
-}
-
 // originals returns the messages a summary or marker replaced, only to the
 // caller whose credentials condensed them (404 for anyone else).
 func (p *Proxy) originals(w http.ResponseWriter, r *http.Request) {
@@ -192,7 +268,7 @@ func (p *Proxy) originals(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals store")
 		return
 	}
-	v, ok := p.opts.Originals.Originals(r.Context(), Scope(r.Header), id)
+	v, ok := p.opts.Originals.Originals(r.Context(), p.opts.Scoper.Scope(r.Header), id)
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals under that id for this caller (expired, or another key)")
 		return

@@ -7,11 +7,15 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +25,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -537,17 +542,85 @@ func TestOpenAISDKThroughProxy(t *testing.T) {
 	}
 }
 
-func TestScopeHashesCredentials(t *testing.T) {
-	a := http.Header{"Authorization": {"Bearer sk-a"}}
-	b := http.Header{"Authorization": {"Bearer sk-b"}}
-	if Scope(a) == Scope(b) {
-		t.Fatal("different keys share a scope")
+func TestScopeIsKeyedHashOfCredentials(t *testing.T) {
+	sc := NewScoper([]byte("secret-1"), nil)
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
 	}
-	if Scope(a) != Scope(a.Clone()) {
-		t.Fatal("scope not stable")
+	differ := []struct {
+		name string
+		a, b http.Header
+	}{
+		{"bearer keys", hdr("Authorization", "Bearer sk-a"), hdr("Authorization", "Bearer sk-b")},
+		{"x-api-key", hdr("x-api-key", "a"), hdr("x-api-key", "b")},
+		{"api-key", hdr("api-key", "a"), hdr("api-key", "b")},
+		{"LiteLLM virtual keys", hdr("x-litellm-api-key", "sk-team-a"), hdr("x-litellm-api-key", "sk-team-b")},
+		{"Gemini keys", hdr("x-goog-api-key", "a"), hdr("x-goog-api-key", "b")},
+		{"a key against none", hdr("x-litellm-api-key", "a"), hdr()},
+		{"same value, other header", hdr("x-api-key", "k"), hdr("api-key", "k")},
+		{"values are not concatenated", hdr("x-api-key", "ab"), hdr("x-api-key", "a", "x-api-key", "b")},
 	}
-	if strings.Contains(Scope(a), "sk-a") {
-		t.Fatal("scope contains the key")
+	for _, tc := range differ {
+		t.Run(tc.name, func(t *testing.T) {
+			if sc.Scope(tc.a) == sc.Scope(tc.b) {
+				t.Errorf("%v and %v share a scope", tc.a, tc.b)
+			}
+		})
+	}
+	a := hdr("Authorization", "Bearer sk-a", "User-Agent", "agent/1")
+	if sc.Scope(a) != sc.Scope(hdr("authorization", "Bearer sk-a", "User-Agent", "agent/2")) {
+		t.Error("scope depends on a header that is not a scope header")
+	}
+	if s := sc.Scope(a); len(s) != 32 || strings.Contains(s, "sk-a") {
+		t.Errorf("scope %q", s)
+	}
+	if sc.Scope(a) == NewScoper([]byte("secret-2"), nil).Scope(a) {
+		t.Error("the scope does not depend on the secret")
+	}
+	if sc.Scope(a) != NewScoper([]byte("secret-1"), nil).Scope(a) {
+		t.Error("the same secret gives another scope (a restart would lose every scope)")
+	}
+	if NewScoper(nil, nil).Scope(a) == NewScoper(nil, nil).Scope(a) {
+		t.Error("no secret: two Scopers share one, guessable")
+	}
+
+	// Configured headers: callers without credentials (a local model)
+	// told apart by a header of the operator's choice.
+	local := NewScoper([]byte("secret-1"), []string{"x-user", "Authorization"})
+	if local.Scope(hdr("X-User", "ann")) == local.Scope(hdr("X-User", "bob")) {
+		t.Error("configured scope header ignored")
+	}
+	if local.Scope(hdr("x-api-key", "a")) != local.Scope(hdr("x-api-key", "b")) {
+		t.Error("a header outside the configured list changes the scope")
+	}
+}
+
+// TestSummarizerCredentials: the summarizer's calls carry the credential
+// headers (the one list), the configured scope headers and the account
+// and version headers a Messages summary needs; nothing else.
+func TestSummarizerCredentials(t *testing.T) {
+	in := http.Header{}
+	for _, k := range []string{"Authorization", "X-Api-Key", "Api-Key", "X-Litellm-Api-Key", "X-Goog-Api-Key",
+		"OpenAI-Organization", "OpenAI-Project", "Anthropic-Version", "Anthropic-Beta", "X-Team"} {
+		in.Set(k, "v-"+k)
+	}
+	in.Set("Cookie", "c")
+	in.Set("User-Agent", "agent")
+	in.Set(HeaderMode, "full")
+	got := NewScoper([]byte("s"), []string{"Authorization", "X-Team"}).Credentials(in)
+	for k := range in {
+		_, copied := got[k]
+		want := k != "Cookie" && k != "User-Agent" && k != HeaderMode
+		if copied != want {
+			t.Errorf("%s copied: %v, want %v", k, copied, want)
+		}
+	}
+	if got.Get("Anthropic-Beta") != "v-Anthropic-Beta" {
+		t.Errorf("anthropic-beta %q", got.Get("Anthropic-Beta"))
 	}
 }
 
@@ -562,6 +635,13 @@ func TestInboundAuth(t *testing.T) {
 		{"wrong key", map[string]string{"Authorization": "Bearer nope"}, 401},
 		{"bearer key", map[string]string{"Authorization": "Bearer proxy-key-2"}, 200},
 		{"x-api-key", map[string]string{"X-Api-Key": "proxy-key-1"}, 200},
+		{"api-key", map[string]string{"Api-Key": "proxy-key-1"}, 200},
+		{"bearer in lower case", map[string]string{"Authorization": "bearer proxy-key-1"}, 200},
+		{"BEARER in upper case", map[string]string{"Authorization": "BEARER proxy-key-2"}, 200},
+		{"extra spaces", map[string]string{"Authorization": "Bearer   proxy-key-1 "}, 200},
+		{"other scheme", map[string]string{"Authorization": "Basic proxy-key-1"}, 401},
+		{"scheme alone", map[string]string{"Authorization": "proxy-key-1"}, 401},
+		{"key as a prefix", map[string]string{"Authorization": "Bearer proxy-key-12"}, 401},
 	}
 	for _, tc := range tests {
 		h.fake.Reset()
@@ -586,10 +666,11 @@ func TestInboundAuth(t *testing.T) {
 }
 
 func TestMessageCountLimit(t *testing.T) {
-	eng := condense.New(condense.Deps{Counter: tokenizer.New(tokenizer.Options{MaxMessages: 3}), Models: condense.ModelsFunc(func(string) condense.ModelLimits {
+	limited := tokenizer.New(tokenizer.Options{MaxMessages: 3})
+	eng := condense.New(condense.Deps{Counter: limited, Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 		return condense.ModelLimits{Window: 128000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	})}, condense.Options{})
-	h := newHarness(t, nil, func(o *Options) { o.Condenser = eng })
+	h := newHarness(t, nil, func(o *Options) { o.Condenser = eng; o.Codecs.Chat = chat.New(limited) })
 	ok := post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), nil)
 	ok.Body.Close()
 	many := `{"model":"gpt-4o","messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"},{"role":"assistant","content":"d"},{"role":"user","content":"e"}]}`
@@ -604,23 +685,237 @@ func TestMessageCountLimit(t *testing.T) {
 }
 
 // TestUpstreamCannotBeRedirected: no request header moves the upstream.
-func TestUpstreamCannotBeRedirected(t *testing.T) {
-	other := fakeupstream.New()
-	otherSrv := httptest.NewServer(other)
-	defer otherSrv.Close()
-	h := newHarness(t, nil)
-	u, _ := url.Parse(otherSrv.URL)
-	req, _ := http.NewRequest("POST", h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody))
-	req.Host = u.Host
-	for _, k := range []string{"X-Forwarded-Host", "X-Original-URL", "X-Rewrite-URL", "Forwarded"} {
-		req.Header.Set(k, otherSrv.URL)
+// seen is what an upstream saw of a request: the Host it was asked, the
+// path and the headers.
+type seen struct {
+	host, path string
+	header     http.Header
+}
+
+// recordingUpstream answers every request with 200 and records it.
+func recordingUpstream(t *testing.T) (*httptest.Server, func() []seen) {
+	var mu sync.Mutex
+	var got []seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		got = append(got, seen{host: r.Host, path: r.URL.EscapedPath(), header: r.Header.Clone()})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","choices":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []seen {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]seen(nil), got...)
 	}
-	resp, err := http.DefaultClient.Do(req)
+}
+
+// rawRequest writes a request line and headers as given (no client
+// normalises them) and returns the status.
+func rawRequest(t *testing.T, addr, method, target string, hdr map[string]string, body string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if len(h.fake.Received()) != 1 || len(other.Received()) != 0 {
-		t.Fatalf("configured upstream got %d, the header's target %d", len(h.fake.Received()), len(other.Received()))
+	defer c.Close()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\n", method, target)
+	if _, ok := hdr["Host"]; !ok {
+		fmt.Fprintf(&b, "Host: %s\r\n", addr)
 	}
+	for k, v := range hdr {
+		fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+	}
+	fmt.Fprintf(&b, "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestUpstreamCannotBeRedirected tries to send the proxy's request to
+// another host through the request line (absolute URI), Host and the
+// forwarding headers: every attempt must reach the configured upstream,
+// asked for its own host, without the forwarding headers, and the other
+// host nothing.
+func TestUpstreamCannotBeRedirected(t *testing.T) {
+	otherSrv, otherGot := recordingUpstream(t)
+	other := strings.TrimPrefix(otherSrv.URL, "http://")
+	upSrv, upGot := recordingUpstream(t)
+	u, _ := url.Parse(upSrv.URL + "/base")
+	p := httptest.NewServer(New(Options{Upstream: u, Condenser: testEngine(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(p.Close)
+	addr := strings.TrimPrefix(p.URL, "http://")
+	forwarding := map[string]string{
+		"X-Forwarded-Host": other, "X-Forwarded-Proto": "http", "X-Forwarded-Port": "80",
+		"Forwarded": "host=" + other + ";proto=http", "X-Original-Url": "/elsewhere", "X-Rewrite-Url": "/elsewhere",
+		"X-Forwarded-Server": other, "X-Host": other,
+	}
+	tests := []struct {
+		name, method, target string
+		hdr                  map[string]string
+		wantPath             string
+	}{
+		{"Host header", "POST", "/v1/chat/completions", map[string]string{"Host": other}, "/base/v1/chat/completions"},
+		{"forwarding headers", "POST", "/v1/chat/completions", forwarding, "/base/v1/chat/completions"},
+		{"absolute URI", "POST", "http://" + other + "/v1/chat/completions", map[string]string{"Host": other}, "/base/v1/chat/completions"},
+		{"absolute URI, pass-through", "GET", "http://" + other + "/v1/models", nil, "/base/v1/models"},
+		{"absolute URI with userinfo", "GET", "http://user@" + other + "/v1/models", forwarding, "/base/v1/models"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(upGot())
+			body := ""
+			if tc.method == "POST" {
+				body = chatBody
+			}
+			if code := rawRequest(t, addr, tc.method, tc.target, tc.hdr, body); code != 200 {
+				t.Fatalf("status %d", code)
+			}
+			got := upGot()
+			if len(got) != before+1 {
+				t.Fatalf("configured upstream got %d requests, want 1", len(got)-before)
+			}
+			last := got[len(got)-1]
+			if last.host != u.Host || last.path != tc.wantPath {
+				t.Errorf("upstream asked for host %q path %q, want %q %q", last.host, last.path, u.Host, tc.wantPath)
+			}
+			for _, k := range []string{"X-Forwarded-Host", "Forwarded", "X-Original-Url", "X-Rewrite-Url"} {
+				if v := last.header.Get(k); v != "" {
+					t.Errorf("upstream got %s: %q", k, v)
+				}
+			}
+			if n := len(otherGot()); n != 0 {
+				t.Fatalf("the other host got %d requests", n)
+			}
+		})
+	}
+}
+
+// TestPathCannotEscapeUpstreamBase: with an upstream base URL that has a
+// path, no request path — dots literal, percent-encoded, behind encoded
+// slashes or backslashes, encoded twice — reaches the upstream outside
+// that path; ordinary paths, encoded slashes included, still pass.
+func TestPathCannotEscapeUpstreamBase(t *testing.T) {
+	upSrv, upGot := recordingUpstream(t)
+	u, _ := url.Parse(upSrv.URL + "/litellm/")
+	p := httptest.NewServer(New(Options{Upstream: u, Condenser: testEngine(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	t.Cleanup(p.Close)
+	addr := strings.TrimPrefix(p.URL, "http://")
+	for _, target := range []string{
+		"/v1/../../admin",
+		"/../admin",
+		"/v1/chat/completions/../../../admin",
+		"/v1/%2e%2e/%2e%2e/admin",
+		"/v1/%2E%2E/%2e./admin",
+		"/v1%2f..%2f..%2fadmin",
+		"/v1%2F%2e%2e%2F%2e%2e%2Fadmin",
+		"/v1/..%5c..%5cadmin",
+		"/v1\\..\\..\\admin",
+		"/v1/%252e%252e/%252e%252e/admin",
+		"/v1/./chat/completions",
+	} {
+		for _, method := range []string{"POST", "GET"} {
+			body := ""
+			if method == "POST" {
+				body = chatBody
+			}
+			if code := rawRequest(t, addr, method, target, nil, body); code != http.StatusBadRequest {
+				t.Errorf("%s %s: status %d, want 400", method, target, code)
+			}
+		}
+	}
+	for _, s := range upGot() {
+		t.Errorf("upstream reached at %s", s.path)
+	}
+	for target, want := range map[string]string{
+		"/v1/chat/completions":              "/litellm/v1/chat/completions",
+		"/v1/models/openai%2Fgpt-4o":        "/litellm/v1/models/openai%2Fgpt-4o",
+		"/v1/files/a..b":                    "/litellm/v1/files/a..b",
+		"/v1/models/gemini-2.5:countTokens": "/litellm/v1/models/gemini-2.5:countTokens",
+	} {
+		before := len(upGot())
+		if code := rawRequest(t, addr, "POST", target, nil, chatBody); code != 200 {
+			t.Errorf("%s: status %d", target, code)
+			continue
+		}
+		if got := upGot(); len(got) != before+1 || got[len(got)-1].path != want {
+			t.Errorf("%s reached the upstream as %v, want %s", target, got[before:], want)
+		}
+	}
+}
+
+// TestPrefixReuseMetrics: an agent resending its history with one more
+// message reuses all of the previous request as prefix; /metrics and the
+// log line say so, per mode applied.
+func TestPrefixReuseMetrics(t *testing.T) {
+	h := newHarness(t, nil)
+	first := `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hello there, how are you"}]}`
+	second := `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hello there, how are you"},{"role":"assistant","content":"fine"},{"role":"user","content":"good"}]}`
+	var before int
+	for i, body := range []string{first, second} {
+		resp := post(t, h.proxy.URL+"/v1/chat/completions", []byte(body), nil)
+		resp.Body.Close()
+		if i == 0 {
+			before, _ = strconv.Atoi(resp.Header.Get(HeaderTokensAfter))
+		}
+	}
+	if before == 0 {
+		t.Fatal("no token count on the first request")
+	}
+	logs := h.waitLog(t, fmt.Sprintf(`"prefix_reused":%d`, before))
+	if !strings.Contains(logs, fmt.Sprintf(`"prefix_reused":%d`, before)) || !strings.Contains(logs, `"prefix_reused":-1`) {
+		t.Errorf("log lines do not report the reused prefix (%d, then -1 for the first):\n%s", before, logs)
+	}
+	resp, err := http.Get(h.proxy.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := fmt.Sprintf(`condense_prefix_reused_tokens_total{mode="none"} %d`, before)
+	if !strings.Contains(string(metrics), want) || !strings.Contains(string(metrics), `condense_forwarded_tokens_total{mode="none"}`) {
+		t.Errorf("metrics lack %q:\n%s", want, metrics)
+	}
+}
+
+// TestModeHeaderAcceptsEveryMode: X-Condense-Mode takes exactly
+// condense.Modes, in any case; anything else gets the default.
+func TestModeHeaderAcceptsEveryMode(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	rec := condenserFunc(func(_ context.Context, req condense.Request) (condense.Result, error) {
+		mu.Lock()
+		got = append(got, req.Mode)
+		mu.Unlock()
+		return condense.Result{Body: req.Body}, nil
+	})
+	h := newHarness(t, nil, func(o *Options) { o.Condenser = rec; o.DefaultMode = condense.ModeOff })
+	for _, m := range append(slices.Clone(condense.Modes), "fast") {
+		resp := post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), map[string]string{HeaderMode: strings.ToUpper(m)})
+		resp.Body.Close()
+	}
+	want := append(slices.Clone(condense.Modes), condense.ModeOff)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Errorf("modes seen %v, want %v", got, want)
+	}
+}
+
+// condenserFunc adapts a function to Condenser.
+type condenserFunc func(context.Context, condense.Request) (condense.Result, error)
+
+func (f condenserFunc) Condense(ctx context.Context, req condense.Request) (condense.Result, error) {
+	return f(ctx, req)
 }
