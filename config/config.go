@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +23,9 @@ import (
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
 // EnvPrefix is the prefix of every environment variable the proxy reads.
@@ -40,12 +44,22 @@ type Config struct {
 	RedisURL string `mapstructure:"redis_url"`
 	// CacheMaxBytes bounds the in-memory cache (values plus keys). Default 256 MiB.
 	CacheMaxBytes int64 `mapstructure:"cache_max_bytes"`
+	// OriginalsMaxBytes bounds the in-memory store of condensed-away
+	// originals, kept apart from the cache so large originals never push
+	// summaries out. Used without Redis (with Redis the originals go to
+	// the cache's store). Default 128 MiB.
+	OriginalsMaxBytes int64 `mapstructure:"originals_max_bytes"`
 	// MaxBodyBytes bounds a chat request body as received. Larger: 413.
 	// Default 64 MiB.
 	MaxBodyBytes int64 `mapstructure:"max_body_bytes"`
 	// MaxDecompressedBytes bounds a compressed body once decoded. Larger: 413.
 	// Default 128 MiB.
 	MaxDecompressedBytes int64 `mapstructure:"max_decompressed_bytes"`
+	// MaxInflightCondense caps the chat requests being read and condensed
+	// at once; past it a request waits up to a second for a place, then is
+	// forwarded unchanged with X-Condense-Degraded. 0: 4 × GOMAXPROCS.
+	// Default 0.
+	MaxInflightCondense int `mapstructure:"max_inflight_condense"`
 	// MaxRequestMessages refuses (413) chat requests with more messages
 	// than this, before any counting. 0: no limit. Default 100000.
 	MaxRequestMessages int `mapstructure:"max_request_messages"`
@@ -60,6 +74,15 @@ type Config struct {
 	// UpstreamHeaderTimeout bounds the wait for upstream response headers;
 	// 0 means no limit (reasoning models can think for minutes). Default 0.
 	UpstreamHeaderTimeout time.Duration `mapstructure:"upstream_header_timeout"`
+	// ScopeSecret keys the HMAC that maps a request's credentials to the
+	// caller's scope (cache keys, originals, the live page). Empty: a
+	// random secret is made at start (and a warning logged), so scopes
+	// change on restart and differ between replicas. Default "".
+	ScopeSecret string `mapstructure:"scope_secret"`
+	// ScopeHeaders are the request headers whose values make the caller's
+	// scope. Default Authorization, x-api-key, api-key, x-litellm-api-key,
+	// x-goog-api-key (proxy.CredentialHeaders).
+	ScopeHeaders []string `mapstructure:"scope_headers"`
 	// LogLevel is debug, info, warn or error. Default "info".
 	LogLevel string `mapstructure:"log_level"`
 	// LogFormat is json, text or auto (text on a terminal). Default "auto".
@@ -68,13 +91,14 @@ type Config struct {
 	Condense  Condense      `mapstructure:"condense"`
 	Selective Selective     `mapstructure:"selective"`
 	Auth      Auth          `mapstructure:"auth"`
+	UI        UI            `mapstructure:"ui"`
 	Models    []ModelConfig `mapstructure:"models"`
 }
 
 // Condense configures the condensing engine.
 type Condense struct {
-	// Mode is the default for requests without X-Condense-Mode:
-	// auto | full | selective | truncate | off. Default "auto".
+	// Mode is the default for requests without X-Condense-Mode, one of
+	// condense.Modes. Default "auto".
 	Mode string `mapstructure:"mode"`
 	// Threshold is the fraction of the context window above which a request
 	// is condensed, in (0,1]. Default 0.8.
@@ -98,8 +122,17 @@ type Condense struct {
 	// SummaryModel is the model the LLM summarizer calls; empty: the
 	// request's own model. Default "".
 	SummaryModel string `mapstructure:"summary_model"`
+	// SummaryAPI is the API the LLM summarizer asks in: auto (the wire
+	// format of the request being condensed: chat completions for chat,
+	// /v1/responses for Responses), chat, messages or responses. Default
+	// "auto".
+	SummaryAPI string `mapstructure:"summary_api"`
 	// SummaryTimeout bounds one summarizer call. Default 60s.
 	SummaryTimeout time.Duration `mapstructure:"summary_timeout"`
+	// MaxWait bounds how long one request waits for summaries before it
+	// goes on with what is ready (extractive summaries, the window) and
+	// says so in X-Condense-Degraded. Default 30s.
+	MaxWait time.Duration `mapstructure:"max_wait"`
 	// PromptFile replaces the built-in summary prompt. Default "".
 	PromptFile string `mapstructure:"prompt_file"`
 	// MaxMessages condenses requests with more messages than this; 0 means no
@@ -138,6 +171,24 @@ type Auth struct {
 	Keys []string `mapstructure:"keys"`
 }
 
+// UI configures the live page at /ui.
+type UI struct {
+	// Enabled serves the page and keeps its in-memory record of recent
+	// requests; false: no page, and nothing about a request is kept.
+	// Default true.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxConversations bounds the conversations kept (the least recently
+	// active one is dropped). Default 100.
+	MaxConversations int `mapstructure:"max_conversations"`
+	// MaxRequestsPerConversation bounds the requests kept per conversation
+	// (the oldest is dropped). Default 500.
+	MaxRequestsPerConversation int `mapstructure:"max_requests_per_conversation"`
+	// Keys are admin keys: they open the page and see every caller's
+	// conversations. Default none (auth.keys holders see their own; with
+	// no keys at all, loopback clients see everything).
+	Keys []string `mapstructure:"keys"`
+}
+
 // Flag describes one command-line flag and the config key it sets.
 type flagSpec struct {
 	key, name, usage string
@@ -149,16 +200,20 @@ var flagSpecs = []flagSpec{
 	{"upstream", "upstream", "upstream base URL (LiteLLM, a provider)"},
 	{"redis_url", "redis", "Redis URL (redis://host:port/db); empty: in-memory cache"},
 	{"cache_max_bytes", "cache-max-bytes", "in-memory cache size in bytes"},
+	{"originals_max_bytes", "originals-max-bytes", "in-memory size of the condensed-away originals' store (without Redis)"},
 	{"max_body_bytes", "max-body-bytes", "largest chat request body accepted"},
 	{"max_decompressed_bytes", "max-decompressed-bytes", "largest body after Content-Encoding is decoded"},
+	{"max_inflight_condense", "max-inflight-condense", "chat requests read and condensed at once; past it forwarded unchanged (0: 4 x GOMAXPROCS)"},
 	{"max_request_messages", "max-request-messages", "largest number of messages a chat request may have (0: no limit)"},
 	{"default_context_window", "default-context-window", "context window assumed for unknown models"},
 	{"shutdown_grace", "shutdown-grace", "time in-flight requests get after SIGTERM"},
 	{"upstream_connect_timeout", "upstream-connect-timeout", "dial timeout toward the upstream"},
 	{"upstream_header_timeout", "upstream-header-timeout", "wait for upstream response headers (0: none)"},
+	{"scope_secret", "scope-secret", "secret keying caller scopes (prefer CONDENSE_SCOPE_SECRET; empty: random, scopes change on restart)"},
+	{"scope_headers", "scope-headers", "request headers whose values make the caller's scope"},
 	{"log_level", "log-level", "debug | info | warn | error"},
 	{"log_format", "log-format", "json | text | auto"},
-	{"condense.mode", "mode", "default condense mode: auto | full | selective | truncate | off"},
+	{"condense.mode", "mode", "default condense mode: " + strings.Join(condense.Modes, " | ")},
 	{"condense.threshold", "threshold", "fraction of the window that triggers condensing"},
 	{"condense.target", "target", "fraction of the window to condense down to"},
 	{"condense.prepare_threshold", "prepare-threshold", "fraction of the window that starts background summaries"},
@@ -167,7 +222,9 @@ var flagSpecs = []flagSpec{
 	{"condense.summary_budget_tokens", "summary-budget-tokens", "summary tokens kept per level before folding upward"},
 	{"condense.summarizer", "summarizer", "llm | extractive"},
 	{"condense.summary_model", "summary-model", "model for summaries (empty: the request's model)"},
+	{"condense.summary_api", "summary-api", "API summaries are asked in: auto (the request's own) | chat | messages | responses"},
 	{"condense.summary_timeout", "summary-timeout", "timeout of one summarizer call"},
+	{"condense.max_wait", "max-wait", "longest a request waits for summaries before going on with what is ready"},
 	{"condense.prompt_file", "prompt-file", "file replacing the built-in summary prompt"},
 	{"condense.max_messages", "max-messages", "condense above this many messages (0: off)"},
 	{"condense.originals_ttl", "originals-ttl", "how long condensed-away originals stay retrievable"},
@@ -179,6 +236,10 @@ var flagSpecs = []flagSpec{
 	{"selective.summarizer", "selective-summarizer", "extractive | llm: how tool outputs are digested"},
 	{"selective.min_savings_tokens", "min-savings-tokens", "least tokens selective condensing frees once it starts (0: 10% of the window)"},
 	{"auth.keys", "auth-keys", "accepted inbound API keys (empty: no inbound auth)"},
+	{"ui.enabled", "ui", "serve the live page at /ui and keep its record of recent requests"},
+	{"ui.max_conversations", "ui-max-conversations", "conversations the live page keeps"},
+	{"ui.max_requests_per_conversation", "ui-max-requests-per-conversation", "requests the live page keeps per conversation"},
+	{"ui.keys", "ui-keys", "admin keys of the live page: they see every caller's conversations"},
 }
 
 // Defaults returns the built-in configuration.
@@ -187,12 +248,14 @@ func Defaults() Config {
 		Listen:                 ":8080",
 		Upstream:               "https://api.openai.com",
 		CacheMaxBytes:          256 << 20,
+		OriginalsMaxBytes:      128 << 20,
 		MaxBodyBytes:           64 << 20,
 		MaxDecompressedBytes:   128 << 20,
 		MaxRequestMessages:     100000,
 		DefaultContextWindow:   128000,
 		ShutdownGrace:          30 * time.Second,
 		UpstreamConnectTimeout: 10 * time.Second,
+		ScopeHeaders:           slices.Clone(proxy.CredentialHeaders),
 		LogLevel:               "info",
 		LogFormat:              "auto",
 		Condense: Condense{
@@ -204,7 +267,9 @@ func Defaults() Config {
 			ChunkTokens:         12000,
 			SummaryBudgetTokens: 8000,
 			Summarizer:          "llm",
+			SummaryAPI:          "auto",
 			SummaryTimeout:      60 * time.Second,
+			MaxWait:             30 * time.Second,
 			OriginalsTTL:        24 * time.Hour,
 		},
 		Selective: Selective{
@@ -215,6 +280,12 @@ func Defaults() Config {
 			ExcludeTools:          []string{},
 		},
 		Auth: Auth{Keys: []string{}},
+		UI: UI{
+			Enabled:                    true,
+			MaxConversations:           100,
+			MaxRequestsPerConversation: 500,
+			Keys:                       []string{},
+		},
 	}
 }
 
@@ -226,6 +297,10 @@ func defaultsMap() map[string]any {
 		"upstream":                           d.Upstream,
 		"redis_url":                          d.RedisURL,
 		"cache_max_bytes":                    d.CacheMaxBytes,
+		"originals_max_bytes":                d.OriginalsMaxBytes,
+		"max_inflight_condense":              d.MaxInflightCondense,
+		"scope_secret":                       d.ScopeSecret,
+		"scope_headers":                      d.ScopeHeaders,
 		"max_body_bytes":                     d.MaxBodyBytes,
 		"max_decompressed_bytes":             d.MaxDecompressedBytes,
 		"max_request_messages":               d.MaxRequestMessages,
@@ -244,7 +319,9 @@ func defaultsMap() map[string]any {
 		"condense.summary_budget_tokens":     d.Condense.SummaryBudgetTokens,
 		"condense.summarizer":                d.Condense.Summarizer,
 		"condense.summary_model":             d.Condense.SummaryModel,
+		"condense.summary_api":               d.Condense.SummaryAPI,
 		"condense.summary_timeout":           d.Condense.SummaryTimeout,
+		"condense.max_wait":                  d.Condense.MaxWait,
 		"condense.prompt_file":               d.Condense.PromptFile,
 		"condense.max_messages":              d.Condense.MaxMessages,
 		"condense.originals_ttl":             d.Condense.OriginalsTTL,
@@ -256,6 +333,10 @@ func defaultsMap() map[string]any {
 		"selective.min_savings_tokens":       d.Selective.MinSavingsTokens,
 		"selective.summarizer":               d.Selective.Summarizer,
 		"auth.keys":                          d.Auth.Keys,
+		"ui.enabled":                         d.UI.Enabled,
+		"ui.max_conversations":               d.UI.MaxConversations,
+		"ui.max_requests_per_conversation":   d.UI.MaxRequestsPerConversation,
+		"ui.keys":                            d.UI.Keys,
 	}
 }
 
@@ -365,7 +446,7 @@ func EnvName(key string) string {
 }
 
 func isList(key string) bool {
-	return key == "selective.exclude_tools" || key == "auth.keys"
+	return key == "selective.exclude_tools" || key == "auth.keys" || key == "ui.keys" || key == "scope_headers"
 }
 
 func splitList(s string) []string {
@@ -378,6 +459,19 @@ func splitList(s string) []string {
 	return out
 }
 
+// validHeaderName reports whether h is an HTTP field name (RFC 9110 token).
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for _, c := range h {
+		if c > 127 || !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
+			return false
+		}
+	}
+	return true
+}
+
 func envMap(environ []string) map[string]string {
 	m := make(map[string]string)
 	for _, kv := range environ {
@@ -388,9 +482,6 @@ func envMap(environ []string) map[string]string {
 	}
 	return m
 }
-
-// Environ is os.Environ, for callers of Load.
-func Environ() []string { return os.Environ() }
 
 // Validate reports every invalid setting at once.
 func (c *Config) Validate() error {
@@ -410,6 +501,12 @@ func (c *Config) Validate() error {
 	}
 	if c.CacheMaxBytes <= 0 {
 		bad("cache_max_bytes: must be positive, got %d", c.CacheMaxBytes)
+	}
+	if c.OriginalsMaxBytes <= 0 {
+		bad("originals_max_bytes: must be positive, got %d", c.OriginalsMaxBytes)
+	}
+	if c.MaxInflightCondense < 0 {
+		bad("max_inflight_condense: must not be negative, got %d", c.MaxInflightCondense)
 	}
 	if c.MaxBodyBytes <= 0 {
 		bad("max_body_bytes: must be positive, got %d", c.MaxBodyBytes)
@@ -432,6 +529,17 @@ func (c *Config) Validate() error {
 	if c.UpstreamHeaderTimeout < 0 {
 		bad("upstream_header_timeout: must not be negative, got %s", c.UpstreamHeaderTimeout)
 	}
+	if len(c.ScopeHeaders) == 0 {
+		bad("scope_headers: must name at least one header")
+	}
+	for i, h := range c.ScopeHeaders {
+		if !validHeaderName(h) {
+			bad("scope_headers[%d]: %q is not a header name", i, h)
+		}
+	}
+	if s := c.ScopeSecret; s != "" && len(s) < 16 {
+		bad("scope_secret: must be at least 16 characters, got %d", len(s))
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -444,8 +552,8 @@ func (c *Config) Validate() error {
 	}
 
 	cd := c.Condense
-	if !ValidMode(cd.Mode) {
-		bad("condense.mode: %q is not auto, full, selective, truncate or off", cd.Mode)
+	if !condense.ValidMode(cd.Mode) {
+		bad("condense.mode: %q is not one of %s", cd.Mode, strings.Join(condense.Modes, ", "))
 	}
 	if cd.Threshold <= 0 || cd.Threshold > 1 {
 		bad("condense.threshold: must be in (0,1], got %g", cd.Threshold)
@@ -467,6 +575,14 @@ func (c *Config) Validate() error {
 	}
 	if cd.Summarizer != "llm" && cd.Summarizer != "extractive" {
 		bad("condense.summarizer: %q is not llm or extractive", cd.Summarizer)
+	}
+	switch cd.SummaryAPI {
+	case "auto", "chat", "messages", "responses":
+	default:
+		bad("condense.summary_api: %q is not auto, chat, messages or responses", cd.SummaryAPI)
+	}
+	if cd.MaxWait <= 0 {
+		bad("condense.max_wait: must be positive, got %s", cd.MaxWait)
 	}
 	if cd.SummaryTimeout <= 0 {
 		bad("condense.summary_timeout: must be positive, got %s", cd.SummaryTimeout)
@@ -501,6 +617,19 @@ func (c *Config) Validate() error {
 			bad("auth.keys[%d]: must not be empty", i)
 		}
 	}
+	if c.UI.Enabled {
+		if c.UI.MaxConversations < 1 {
+			bad("ui.max_conversations: must be at least 1, got %d", c.UI.MaxConversations)
+		}
+		if c.UI.MaxRequestsPerConversation < 1 {
+			bad("ui.max_requests_per_conversation: must be at least 1, got %d", c.UI.MaxRequestsPerConversation)
+		}
+	}
+	for i, k := range c.UI.Keys {
+		if strings.TrimSpace(k) == "" {
+			bad("ui.keys[%d]: must not be empty", i)
+		}
+	}
 	for i, m := range c.Models {
 		if err := m.validate(); err != nil {
 			bad("models[%d] (%s): %w", i, m.Match, err)
@@ -513,13 +642,4 @@ func (c *Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
-}
-
-// ValidMode reports whether m is a condense mode name.
-func ValidMode(m string) bool {
-	switch m {
-	case "auto", "full", "selective", "truncate", "off":
-		return true
-	}
-	return false
 }

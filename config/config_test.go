@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/condense-proxy/condense-proxy/condense"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -85,6 +87,7 @@ condense:
   summarizer: extractive
   summary_model: "gpt-4o-mini"
   summary_timeout: 30s
+  max_wait: 12s
   max_messages: 400
   originals_ttl: 2h
 selective:
@@ -112,7 +115,7 @@ models:
 	if cd.Mode != "full" || cd.Threshold != 0.7 || cd.Target != 0.4 || cd.PrepareThreshold != 0.6 ||
 		cd.KeepRecentTurns != 5 || cd.ChunkTokens != 6000 || cd.SummaryBudgetTokens != 4000 ||
 		cd.Summarizer != "extractive" || cd.SummaryModel != "gpt-4o-mini" || cd.SummaryTimeout != 30*time.Second ||
-		cd.MaxMessages != 400 || cd.OriginalsTTL != 2*time.Hour {
+		cd.MaxMessages != 400 || cd.OriginalsTTL != 2*time.Hour || cd.MaxWait != 12*time.Second {
 		t.Errorf("condense keys: %+v", cd)
 	}
 	s := c.Selective
@@ -147,6 +150,9 @@ func TestValidationListsEveryProblem(t *testing.T) {
 		{"bad model entry", "models:\n  - match: \"[\"\n    threshold: 2\n    encoding: p50k\n", []string{"models[0]", "match", "threshold", "encoding"}},
 		{"model threshold below target", "models:\n  - match: \"x*\"\n    threshold: 0.3\n", []string{"above condense.target"}},
 		{"negative durations", "shutdown_grace: -1s\ncondense:\n  summary_timeout: 0s\n", []string{"shutdown_grace", "condense.summary_timeout"}},
+		{"hardening keys", "originals_max_bytes: 0\nmax_inflight_condense: -1\nscope_secret: short\nscope_headers: [\"Authorization\", \"bad header\"]\n",
+			[]string{"originals_max_bytes", "max_inflight_condense", "scope_secret", "scope_headers[1]"}},
+		{"no scope header", "scope_headers: []\n", []string{"scope_headers"}},
 		{"many at once", "upstream: \"\"\ncondense:\n  threshold: 2\n  keep_recent_turns: 0\nselective:\n  min_tool_output_tokens: -1\n", []string{"upstream", "condense.threshold", "condense.keep_recent_turns", "selective.min_tool_output_tokens"}},
 	}
 	for _, tc := range tests {
@@ -225,5 +231,114 @@ func TestRegistryLookup(t *testing.T) {
 	}
 	if claude := r.Lookup("claude-sonnet-4-5"); claude.SafetyFactor <= 1 {
 		t.Errorf("claude safety factor %g, want > 1", claude.SafetyFactor)
+	}
+}
+
+// TestModesAreTheEngines: the config accepts exactly condense.Modes, and
+// its error and the flag's help name every one of them.
+func TestModesAreTheEngines(t *testing.T) {
+	for _, m := range condense.Modes {
+		if _, err := Load(flags(t, "--mode", m), nil); err != nil {
+			t.Errorf("mode %q refused: %v", m, err)
+		}
+	}
+	_, err := Load(flags(t, "--mode", "fast"), nil)
+	if err == nil {
+		t.Fatal("mode fast accepted")
+	}
+	usage := flags(t).Lookup("mode").Usage
+	for _, m := range condense.Modes {
+		if !strings.Contains(err.Error(), m) {
+			t.Errorf("error %q does not name %q", err, m)
+		}
+		if !strings.Contains(usage, m) {
+			t.Errorf("--mode help %q does not name %q", usage, m)
+		}
+	}
+}
+
+// TestRegistryReasoning: the o-series and gpt-5 families are reasoning
+// models (max_completion_tokens, default temperature only); an entry of
+// the config decides for the names it matches, and one that does not say
+// keeps the built-in answer.
+func TestRegistryReasoning(t *testing.T) {
+	file := writeFile(t, `models:
+  - match: "gpt-5-chat*"
+    reasoning: false
+  - match: "my-thinker"
+    context_window: 64000
+    reasoning: true
+  - match: "o3*"
+    context_window: 100000
+`)
+	c, err := Load(flags(t, "--config", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(c, nil)
+	for model, want := range map[string]bool{
+		"gpt-5": true, "gpt-5-mini": true, "openai/gpt-5-nano": true, "o1": true, "o3-mini": true, "o4-mini": true,
+		"o3-pro":            true, // the config's entry leaves it to the built-in one
+		"gpt-5-chat-latest": false, "my-thinker": true,
+		"gpt-4o": false, "gpt-4.1": false, "claude-sonnet-4": false, "mystery": false,
+	} {
+		if got := r.Lookup(model).Reasoning; got != want {
+			t.Errorf("%s: reasoning %v, want %v", model, got, want)
+		}
+	}
+	if w := r.Lookup("o3-pro").ContextWindow; w != 100000 {
+		t.Errorf("o3-pro window %d: the config's entry did not apply", w)
+	}
+}
+
+// TestREADMEDocumentsEveryKey: every configuration key has its row in
+// README's Configuration table, with its flag.
+func TestREADMEDocumentsEveryKey(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagOf := map[string]string{}
+	for _, f := range flagSpecs {
+		flagOf[f.key] = f.name
+	}
+	for _, k := range Keys() {
+		row := "| `" + k + "` | `--" + flagOf[k] + "` |"
+		if !strings.Contains(string(readme), row) {
+			t.Errorf("README has no row %q", row)
+		}
+	}
+}
+
+// TestHardeningKeysFromEverySource: the keys of the hardening work come
+// from the flag, the environment and the YAML file, lists split in the
+// environment.
+func TestHardeningKeysFromEverySource(t *testing.T) {
+	file := writeFile(t, "scope_secret: from-the-file-0123456789\nscope_headers: [Authorization, X-User]\noriginals_max_bytes: 1000\nmax_inflight_condense: 3\n")
+	c, err := Load(flags(t, "--config", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScopeSecret != "from-the-file-0123456789" || strings.Join(c.ScopeHeaders, ",") != "Authorization,X-User" || c.OriginalsMaxBytes != 1000 || c.MaxInflightCondense != 3 {
+		t.Errorf("YAML: %q %v %d %d", c.ScopeSecret, c.ScopeHeaders, c.OriginalsMaxBytes, c.MaxInflightCondense)
+	}
+	c, err = Load(flags(t), []string{"CONDENSE_SCOPE_SECRET=from-the-environment-0123", "CONDENSE_SCOPE_HEADERS=x-api-key, X-Team",
+		"CONDENSE_ORIGINALS_MAX_BYTES=2000", "CONDENSE_MAX_INFLIGHT_CONDENSE=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScopeSecret != "from-the-environment-0123" || strings.Join(c.ScopeHeaders, ",") != "x-api-key,X-Team" || c.OriginalsMaxBytes != 2000 || c.MaxInflightCondense != 4 {
+		t.Errorf("env: %q %v %d %d", c.ScopeSecret, c.ScopeHeaders, c.OriginalsMaxBytes, c.MaxInflightCondense)
+	}
+	c, err = Load(flags(t, "--scope-secret", "from-the-flag-0123456789", "--scope-headers", "X-User", "--originals-max-bytes", "3000", "--max-inflight-condense", "5"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScopeSecret != "from-the-flag-0123456789" || strings.Join(c.ScopeHeaders, ",") != "X-User" || c.OriginalsMaxBytes != 3000 || c.MaxInflightCondense != 5 {
+		t.Errorf("flags: %q %v %d %d", c.ScopeSecret, c.ScopeHeaders, c.OriginalsMaxBytes, c.MaxInflightCondense)
+	}
+	d := Defaults()
+	if d.ScopeSecret != "" || strings.Join(d.ScopeHeaders, ",") != "Authorization,X-Api-Key,Api-Key,X-Litellm-Api-Key,X-Goog-Api-Key" {
+		t.Errorf("defaults: %q %v", d.ScopeSecret, d.ScopeHeaders)
 	}
 }

@@ -25,6 +25,12 @@ type ModelConfig struct {
 	// SafetyFactor multiplies token counts for models whose own tokenizer
 	// is not tiktoken (counts are approximations); 0: 1.0.
 	SafetyFactor float64 `mapstructure:"safety_factor"`
+	// Reasoning marks a reasoning model (OpenAI's o-series and gpt-5
+	// families): its chat requests take max_completion_tokens, not
+	// max_tokens, and no temperature but the default, so the summarizer
+	// asks it that way. Unset: what the built-in registry says of the
+	// model name (false for names it does not know).
+	Reasoning *bool `mapstructure:"reasoning"`
 }
 
 func (m ModelConfig) validate() error {
@@ -60,6 +66,8 @@ const (
 	EncodingCL100k = "cl100k_base"
 )
 
+var yes = true
+
 // builtinModels is the registry shipped with the proxy, most specific first.
 // Windows are input limits as the providers document them.
 var builtinModels = []ModelConfig{
@@ -67,10 +75,10 @@ var builtinModels = []ModelConfig{
 	{Match: "gpt-4o*", ContextWindow: 128000, MaxOutputTokens: 16384, Encoding: EncodingO200k},
 	{Match: "chatgpt-4o*", ContextWindow: 128000, MaxOutputTokens: 16384, Encoding: EncodingO200k},
 	{Match: "gpt-4.1*", ContextWindow: 1047576, MaxOutputTokens: 32768, Encoding: EncodingO200k},
-	{Match: "gpt-5*", ContextWindow: 272000, MaxOutputTokens: 128000, Encoding: EncodingO200k},
-	{Match: "o3*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k},
-	{Match: "o4-mini*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k},
-	{Match: "o1*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k},
+	{Match: "gpt-5*", ContextWindow: 272000, MaxOutputTokens: 128000, Encoding: EncodingO200k, Reasoning: &yes},
+	{Match: "o3*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k, Reasoning: &yes},
+	{Match: "o4-mini*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k, Reasoning: &yes},
+	{Match: "o1*", ContextWindow: 200000, MaxOutputTokens: 100000, Encoding: EncodingO200k, Reasoning: &yes},
 	{Match: "gpt-4-turbo*", ContextWindow: 128000, MaxOutputTokens: 4096, Encoding: EncodingCL100k},
 	{Match: "gpt-4-32k*", ContextWindow: 32768, MaxOutputTokens: 4096, Encoding: EncodingCL100k},
 	{Match: "gpt-4*", ContextWindow: 8192, MaxOutputTokens: 4096, Encoding: EncodingCL100k},
@@ -95,6 +103,9 @@ type ModelInfo struct {
 	Threshold       float64 // fraction of ContextWindow that triggers condensing
 	Encoding        string  // tokenizer encoding
 	SafetyFactor    float64 // >= 1
+	// Reasoning: the model takes max_completion_tokens and only the
+	// default temperature (see ModelConfig.Reasoning).
+	Reasoning bool
 }
 
 // Registry resolves model names. Safe for concurrent use.
@@ -138,12 +149,8 @@ func (r *Registry) Lookup(model string) ModelInfo {
 	full := strings.ToLower(strings.TrimSpace(model))
 	bare := StripProvider(full)
 	for _, e := range r.entries {
-		pat := strings.ToLower(e.Match)
-		if ok, _ := path.Match(pat, bare); ok {
-			return r.info(model, e)
-		}
-		if ok, _ := path.Match(pat, full); ok {
-			return r.info(model, e)
+		if matches(e.Match, full, bare) {
+			return r.info(model, full, bare, e)
 		}
 	}
 	r.mu.Lock()
@@ -161,10 +168,33 @@ func (r *Registry) Lookup(model string) ModelInfo {
 		Threshold:     r.defaultThreshold,
 		Encoding:      EncodingO200k,
 		SafetyFactor:  1.1,
+		Reasoning:     builtinReasoning(full, bare),
 	}
 }
 
-func (r *Registry) info(model string, e ModelConfig) ModelInfo {
+// builtinReasoning is what the first built-in entry matching the name
+// says of reasoning.
+func builtinReasoning(full, bare string) bool {
+	for _, e := range builtinModels {
+		if matches(e.Match, full, bare) {
+			return e.Reasoning != nil && *e.Reasoning
+		}
+	}
+	return false
+}
+
+// matches reports whether glob (case-insensitive) matches the name with
+// or without its provider prefix; full and bare are lower-case.
+func matches(glob, full, bare string) bool {
+	pat := strings.ToLower(glob)
+	if ok, _ := path.Match(pat, bare); ok {
+		return true
+	}
+	ok, _ := path.Match(pat, full)
+	return ok
+}
+
+func (r *Registry) info(model, full, bare string, e ModelConfig) ModelInfo {
 	mi := ModelInfo{
 		Name:            model,
 		Match:           e.Match,
@@ -186,6 +216,11 @@ func (r *Registry) info(model string, e ModelConfig) ModelInfo {
 	}
 	if mi.SafetyFactor == 0 {
 		mi.SafetyFactor = 1
+	}
+	if e.Reasoning != nil {
+		mi.Reasoning = *e.Reasoning
+	} else {
+		mi.Reasoning = builtinReasoning(full, bare)
 	}
 	return mi
 }

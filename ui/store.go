@@ -1,0 +1,628 @@
+package ui
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/proxy"
+)
+
+// Bounds of what the store keeps besides the configured ones: the names it
+// counts by come from requests, so their number is capped too.
+const (
+	maxModels          = 64
+	maxDegradedReasons = 32
+	maxTextBytes       = 256 << 10 // one summary, digest or marker text
+	maxUserAgent       = 256
+	otherKey           = "(other)"
+	minutes            = 60 // the overview's per-minute history
+)
+
+// Outcomes of a request.
+const (
+	outcomeCondensed  = "condensed"   // the forwarded request is smaller
+	outcomeUnchanged  = "unchanged"   // over the trigger, forwarded as received
+	outcomePassed     = "passed"      // under the trigger
+	outcomeNotCounted = "not_counted" // not a request the engine understands
+)
+
+// store is the bounded in-memory record behind the page: overview counters
+// since start, and per conversation (caller scope and conversation id) its
+// recent requests. Texts and shapes of a request (its detail) are kept
+// for condensed or degraded requests within a byte budget, oldest dropped
+// first, and for the latest request of each conversation.
+//
+// Safe for concurrent use; every method takes mu.
+type store struct {
+	maxConvs, maxReqs, maxDetailBytes int
+
+	mu      sync.Mutex
+	started time.Time
+	version uint64
+	changed chan struct{} // closed and replaced on every change
+
+	convs map[convKey]*conversation
+	byID  map[string]*conversation
+	lru   list.List // of *conversation, most recently active first
+
+	details     list.List // of *detail, oldest first
+	detailBytes int
+
+	tot      totals
+	modes    map[string]*modeCounts
+	models   map[string]*modelCounts
+	degraded map[string]int
+	minute   [minutes]minuteCounts
+}
+
+type convKey struct{ scope, conv string }
+
+// conversation is one caller's conversation as this replica saw it.
+type conversation struct {
+	id        string // opaque: a hash of the key
+	key       convKey
+	caller    string // a short tag of the scope, for admins
+	model     string
+	userAgent string
+	format    string
+	first     time.Time
+	last      time.Time
+	total     int // requests seen, including those no longer kept
+	condensed int
+	degraded  int
+	rows      []row // ring: request n is at (n-1) % cap
+	transient *detail
+	prevIDs   map[string]string // the previous request's changes (key → its kept copy), to tell new ones
+	elem      *list.Element
+}
+
+// row is one request, compact: what the list, the chart and the table need.
+type row struct {
+	n         int
+	time      time.Time
+	status    int
+	duration  time.Duration
+	mode      string
+	applied   string
+	outcome   string
+	before    int
+	after     int
+	window    int
+	trigger   int
+	calls     int
+	prefix    int // PrefixReused; -1 unknown
+	messages  int
+	summaries int // changes by kind
+	digests   int
+	windows   int
+	fresh     [3]int // changes by kind not in the previous request
+	degraded  bool
+	detail    *detail
+}
+
+// detail is what the detail view needs beyond the row; its strings are
+// copies, never views into a request body.
+type detail struct {
+	conv      *conversation
+	n         int
+	size      int
+	elem      *list.Element
+	reason    string
+	summaries string
+	cache     string
+	degraded  string
+	changes   []condense.Change
+	received  []condense.ItemShape
+	forwarded []condense.ItemShape
+}
+
+// totals are the overview counters since start.
+type totals struct {
+	Requests        int64 `json:"requests"`
+	Errors          int64 `json:"errors"` // status >= 400 or the client left
+	TokensReceived  int64 `json:"tokens_received"`
+	TokensForwarded int64 `json:"tokens_forwarded"`
+	PrefixReused    int64 `json:"prefix_reused"`
+	PrefixForwarded int64 `json:"prefix_forwarded"` // forwarded tokens of requests whose prefix reuse is known
+	PrefixRequests  int64 `json:"prefix_requests"`
+	SummarizerCalls int64 `json:"summarizer_calls"`
+	Degraded        int64 `json:"degraded"`
+	Summaries       int64 `json:"summaries"` // changes by kind
+	Digests         int64 `json:"digests"`
+	Windows         int64 `json:"windows"`
+}
+
+// modeCounts are the outcomes of requests asking for one mode.
+type modeCounts struct {
+	Condensed  int64            `json:"condensed"`
+	Unchanged  int64            `json:"unchanged"`
+	Passed     int64            `json:"passed"`
+	NotCounted int64            `json:"not_counted"`
+	Applied    map[string]int64 `json:"applied"` // full, selective, truncate
+	Degraded   int64            `json:"degraded"`
+}
+
+type modelCounts struct {
+	Requests        int64 `json:"requests"`
+	Condensed       int64 `json:"condensed"`
+	Degraded        int64 `json:"degraded"`
+	TokensReceived  int64 `json:"tokens_received"`
+	TokensForwarded int64 `json:"tokens_forwarded"`
+	PrefixReused    int64 `json:"prefix_reused"`
+	PrefixForwarded int64 `json:"prefix_forwarded"`
+	SummarizerCalls int64 `json:"summarizer_calls"`
+}
+
+type minuteCounts struct {
+	minute    int64 // unix minute this bucket holds
+	requests  int64
+	condensed int64
+	received  int64
+	forwarded int64
+}
+
+func newStore(maxConvs, maxReqs, maxDetailBytes int, now time.Time) *store {
+	return &store{
+		maxConvs: maxConvs, maxReqs: maxReqs, maxDetailBytes: maxDetailBytes,
+		started:  now,
+		changed:  make(chan struct{}),
+		convs:    make(map[convKey]*conversation),
+		byID:     make(map[string]*conversation),
+		modes:    make(map[string]*modeCounts),
+		models:   make(map[string]*modelCounts),
+		degraded: make(map[string]int),
+	}
+}
+
+func outcomeOf(rep *condense.Report) string {
+	switch {
+	case !rep.Counted:
+		return outcomeNotCounted
+	case rep.Applied != "" && rep.Applied != condense.AppliedNone:
+		return outcomeCondensed
+	case rep.Trigger > 0 && rep.TokensBefore > rep.Trigger:
+		return outcomeUnchanged
+	default:
+		return outcomePassed
+	}
+}
+
+// prefixKnown reports whether rep's PrefixReused means something: the
+// engine sets it for conversations it identified, -1 when it knows no
+// previous request.
+func prefixKnown(rep *condense.Report) bool {
+	return rep.Conversation != "" && rep.PrefixReused >= 0
+}
+
+// record adds ev. It is on the request path: constant work plus copies of
+// the report's changes and shapes.
+func (s *store) record(ev *proxy.Event) {
+	rep := &ev.Report
+	out := outcomeOf(rep)
+	degraded := rep.Degraded != ""
+	var kinds [3]int
+	for i := range rep.Changes {
+		switch rep.Changes[i].Kind {
+		case condense.ChangeSummary:
+			kinds[0]++
+		case condense.ChangeDigest:
+			kinds[1]++
+		case condense.ChangeWindow:
+			kinds[2]++
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := &s.tot
+	t.Requests++
+	if ev.Status >= 400 || ev.Status == 0 {
+		t.Errors++
+	}
+	t.TokensReceived += int64(rep.TokensBefore)
+	t.TokensForwarded += int64(rep.TokensAfter)
+	if prefixKnown(rep) {
+		t.PrefixReused += int64(rep.PrefixReused)
+		t.PrefixForwarded += int64(rep.TokensAfter)
+		t.PrefixRequests++
+	}
+	t.SummarizerCalls += int64(rep.Calls)
+	if degraded {
+		t.Degraded++
+		reason := degradedCategory(rep.Degraded)
+		if _, ok := s.degraded[reason]; !ok && len(s.degraded) >= maxDegradedReasons {
+			reason = otherKey
+		}
+		if _, ok := s.degraded[reason]; !ok {
+			reason = strings.Clone(reason)
+		}
+		s.degraded[reason]++
+	}
+
+	mc := s.modes[modeKey(ev.Mode)]
+	if mc == nil {
+		mc = &modeCounts{Applied: make(map[string]int64)}
+		s.modes[modeKey(ev.Mode)] = mc
+	}
+	switch out {
+	case outcomeCondensed:
+		mc.Condensed++
+		mc.Applied[appliedKey(rep.Applied)]++
+	case outcomeUnchanged:
+		mc.Unchanged++
+	case outcomePassed:
+		mc.Passed++
+	default:
+		mc.NotCounted++
+	}
+	if degraded {
+		mc.Degraded++
+	}
+
+	if rep.Counted {
+		model := rep.Model
+		m := s.models[model]
+		if m == nil {
+			if len(s.models) >= maxModels {
+				model = otherKey
+				m = s.models[model]
+			}
+			if m == nil {
+				m = &modelCounts{}
+				s.models[strings.Clone(model)] = m
+			}
+		}
+		m.Requests++
+		m.TokensReceived += int64(rep.TokensBefore)
+		m.TokensForwarded += int64(rep.TokensAfter)
+		m.SummarizerCalls += int64(rep.Calls)
+		if out == outcomeCondensed {
+			m.Condensed++
+		}
+		if degraded {
+			m.Degraded++
+		}
+		if prefixKnown(rep) {
+			m.PrefixReused += int64(rep.PrefixReused)
+			m.PrefixForwarded += int64(rep.TokensAfter)
+		}
+	}
+
+	um := ev.Time.Unix() / 60
+	b := &s.minute[um%minutes]
+	if b.minute != um {
+		*b = minuteCounts{minute: um}
+	}
+	b.requests++
+	b.received += int64(rep.TokensBefore)
+	b.forwarded += int64(rep.TokensAfter)
+	if out == outcomeCondensed {
+		b.condensed++
+	}
+
+	if rep.Counted {
+		fresh := s.addToConversation(ev, out, kinds)
+		t.Summaries += int64(fresh[0])
+		t.Digests += int64(fresh[1])
+		t.Windows += int64(fresh[2])
+	}
+	s.version++
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// addToConversation appends ev's row to its conversation, making room as
+// the bounds require, and returns the changes new in this request by kind.
+// mu is held.
+func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]int {
+	rep := &ev.Report
+	c := s.convs[convKey{ev.Scope, rep.Conversation}]
+	if c == nil {
+		for len(s.convs) >= s.maxConvs {
+			s.dropConversation(s.lru.Back().Value.(*conversation))
+		}
+		key := convKey{strings.Clone(ev.Scope), strings.Clone(rep.Conversation)}
+		sum := sha256.Sum256([]byte(key.scope + "\x00" + key.conv))
+		tag := sha256.Sum256([]byte(key.scope))
+		c = &conversation{
+			id:     hex.EncodeToString(sum[:8]),
+			key:    key,
+			caller: hex.EncodeToString(tag[:3]),
+			first:  ev.Time,
+			rows:   make([]row, 0, min(s.maxReqs, 16)),
+		}
+		c.elem = s.lru.PushFront(c)
+		s.convs[key] = c
+		s.byID[c.id] = c
+	} else {
+		s.lru.MoveToFront(c.elem)
+	}
+	if c.transient != nil {
+		s.dropDetail(c.transient)
+	}
+	if c.model != rep.Model {
+		c.model = strings.Clone(rep.Model)
+	}
+	ua := ev.UserAgent
+	if len(ua) > maxUserAgent {
+		ua = ua[:maxUserAgent]
+	}
+	if c.userAgent != ua {
+		c.userAgent = strings.Clone(ua)
+	}
+	if c.format != rep.Format && rep.Format != "" {
+		c.format = strings.Clone(rep.Format)
+	}
+	c.last = ev.Time
+	c.total++
+	if out == outcomeCondensed {
+		c.condensed++
+	}
+	if rep.Degraded != "" {
+		c.degraded++
+	}
+	fresh := c.freshChanges(rep.Changes)
+
+	r := row{
+		n: c.total, time: ev.Time, status: ev.Status, duration: ev.Duration,
+		mode: modeKey(ev.Mode), applied: appliedKey(rep.Applied), outcome: out,
+		before: rep.TokensBefore, after: rep.TokensAfter, window: rep.Window, trigger: rep.Trigger,
+		calls: rep.Calls, prefix: -1, messages: rep.Messages,
+		summaries: kinds[0], digests: kinds[1], windows: kinds[2], fresh: fresh,
+		degraded: rep.Degraded != "",
+	}
+	if prefixKnown(rep) {
+		r.prefix = rep.PrefixReused
+	}
+	r.detail = s.newDetail(c, rep)
+	if r.detail != nil && out != outcomeCondensed && !r.degraded {
+		c.transient = r.detail
+	}
+	if len(c.rows) < s.maxReqs {
+		c.rows = append(c.rows, r)
+	} else {
+		old := &c.rows[(r.n-1)%s.maxReqs]
+		if old.detail != nil {
+			s.dropDetail(old.detail)
+		}
+		*old = r
+	}
+	if r.detail != nil {
+		s.trimDetails(r.detail)
+	}
+	return fresh
+}
+
+// freshChanges counts, by kind, the changes that were not in c's previous
+// request (a new summary, digest or window), and remembers these.
+func (c *conversation) freshChanges(changes []condense.Change) [3]int {
+	var fresh [3]int
+	if len(changes) == 0 && len(c.prevIDs) == 0 {
+		return fresh
+	}
+	ids := make(map[string]string, len(changes))
+	for i := range changes {
+		ch := &changes[i]
+		id := changeKey(ch)
+		if kept, ok := c.prevIDs[id]; ok {
+			ids[kept] = kept // the kept copy, not the report's string
+			continue
+		}
+		kept := strings.Clone(id)
+		ids[kept] = kept
+		switch ch.Kind {
+		case condense.ChangeSummary:
+			fresh[0]++
+		case condense.ChangeDigest:
+			fresh[1]++
+		case condense.ChangeWindow:
+			fresh[2]++
+		}
+	}
+	c.prevIDs = ids
+	return fresh
+}
+
+// changeKey identifies a change across requests: its originals id, else
+// its kind and place.
+func changeKey(ch *condense.Change) string {
+	if ch.ID != "" {
+		return ch.ID
+	}
+	return ch.Kind + ":" + strconv.Itoa(ch.From) + "-" + strconv.Itoa(ch.To) + ":" + strconv.Itoa(ch.TokensAfter)
+}
+
+// row returns request n of c, or nil when it is not kept.
+func (s *store) row(c *conversation, n int) *row {
+	if n < 1 || n > c.total || n <= c.total-len(c.rows) {
+		return nil
+	}
+	return &c.rows[(n-1)%s.maxReqs]
+}
+
+func (s *store) dropConversation(c *conversation) {
+	for i := range c.rows {
+		if d := c.rows[i].detail; d != nil {
+			s.dropDetail(d)
+		}
+	}
+	s.lru.Remove(c.elem)
+	delete(s.convs, c.key)
+	delete(s.byID, c.id)
+}
+
+// newDetail copies what the detail view needs from rep and adds it to the
+// budget; nil when it alone is over the budget.
+func (s *store) newDetail(c *conversation, rep *condense.Report) *detail {
+	d := &detail{conv: c, n: c.total}
+	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded)
+	for i := range rep.Changes {
+		size += 128 + min(len(rep.Changes[i].Text), maxTextBytes) + len(rep.Changes[i].Tool) + len(rep.Changes[i].ID)
+	}
+	size += 32 * (len(rep.Received) + len(rep.Forwarded))
+	if size > s.maxDetailBytes {
+		return nil
+	}
+	d.size = size
+	d.reason = strings.Clone(rep.Reason)
+	d.summaries = strings.Clone(rep.Summaries)
+	d.cache = strings.Clone(rep.Cache)
+	d.degraded = strings.Clone(rep.Degraded)
+	if len(rep.Changes) > 0 {
+		d.changes = make([]condense.Change, len(rep.Changes))
+		for i, ch := range rep.Changes {
+			ch.Kind = internKind(ch.Kind)
+			ch.ID = strings.Clone(ch.ID)
+			ch.Tool = strings.Clone(ch.Tool)
+			ch.Text = clip(ch.Text)
+			d.changes[i] = ch
+		}
+	}
+	d.received = copyShapes(rep.Received)
+	d.forwarded = copyShapes(rep.Forwarded)
+	d.elem = s.details.PushBack(d)
+	s.detailBytes += size
+	return d
+}
+
+// trimDetails drops the oldest details until the budget holds; keep,
+// the newest, stays.
+func (s *store) trimDetails(keep *detail) {
+	for s.detailBytes > s.maxDetailBytes {
+		d := s.details.Front().Value.(*detail)
+		if d == keep {
+			return
+		}
+		s.dropDetail(d)
+	}
+}
+
+func (s *store) dropDetail(d *detail) {
+	if d.elem == nil {
+		return
+	}
+	s.details.Remove(d.elem)
+	d.elem = nil
+	s.detailBytes -= d.size
+	if r := s.row(d.conv, d.n); r != nil && r.detail == d {
+		r.detail = nil
+	}
+	if d.conv.transient == d {
+		d.conv.transient = nil
+	}
+}
+
+// watch returns the current version and a channel closed at the next
+// change.
+func (s *store) watch() (uint64, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version, s.changed
+}
+
+func copyShapes(in []condense.ItemShape) []condense.ItemShape {
+	if in == nil {
+		return nil
+	}
+	out := make([]condense.ItemShape, len(in))
+	for i, it := range in {
+		out[i] = condense.ItemShape{Role: internRole(it.Role), Tokens: it.Tokens}
+	}
+	return out
+}
+
+// internRole returns a constant for the usual roles, so a kept shape
+// holds no view into a request body.
+func internRole(r string) string {
+	switch r {
+	case "system":
+		return "system"
+	case "developer":
+		return "developer"
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "tool":
+		return "tool"
+	case "function":
+		return "function"
+	case "summary":
+		return "summary"
+	case "":
+		return ""
+	}
+	if len(r) > 32 {
+		r = r[:32]
+	}
+	return strings.Clone(r)
+}
+
+func internKind(k string) string {
+	switch k {
+	case condense.ChangeSummary:
+		return condense.ChangeSummary
+	case condense.ChangeDigest:
+		return condense.ChangeDigest
+	case condense.ChangeWindow:
+		return condense.ChangeWindow
+	}
+	return strings.Clone(k)
+}
+
+func modeKey(m string) string {
+	if m == "" {
+		return condense.ModeAuto
+	}
+	if i := slices.Index(condense.Modes, m); i >= 0 {
+		return condense.Modes[i]
+	}
+	return otherKey
+}
+
+func appliedKey(a string) string {
+	switch a {
+	case "", condense.AppliedNone:
+		return condense.AppliedNone
+	case condense.AppliedFull:
+		return condense.AppliedFull
+	case condense.AppliedTruncate:
+		return condense.AppliedTruncate
+	case condense.ModeSelective:
+		return condense.ModeSelective
+	}
+	return otherKey
+}
+
+// degradedCategory is the part of a degraded reason before its details
+// ("summarizer failed: 502 …" → "summarizer failed"), so reasons group.
+func degradedCategory(s string) string {
+	if i := strings.IndexAny(s, ":(;"); i > 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	if len(s) > 80 {
+		s = s[:80]
+	}
+	return s
+}
+
+// clip copies s, at most maxTextBytes of it.
+func clip(s string) string {
+	if len(s) <= maxTextBytes {
+		return strings.Clone(s)
+	}
+	cut := maxTextBytes
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+		cut--
+	}
+	// The concatenation is a new string: nothing of s is kept beyond it.
+	return s[:cut] + "\n[… " + strconv.Itoa(len(s)-cut) + " more bytes not kept by the page]"
+}
