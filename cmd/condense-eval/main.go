@@ -74,10 +74,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("reading the corpus (%s): %w", *corpusDir, err)
 		}
-		for _, f := range files {
-			cfg.Sources = append(cfg.Sources, eval.Source{Spec: f, Window: *corpusWindow})
+		// Each corpus session in chat form, in Responses form (as Codex
+		// sends), and Claude Code's also in their native Messages form.
+		for _, format := range []string{"chat", "messages", "responses"} {
+			for _, f := range files {
+				if format == "messages" && !strings.HasSuffix(f, ".jsonl") {
+					continue
+				}
+				cfg.Sources = append(cfg.Sources, eval.Source{Spec: f, Window: *corpusWindow, Format: format})
+			}
 		}
-		for _, s := range []string{"synthetic:1:1300000", "synthetic:2:1300000"} {
+		// Long sessions: content about 8× a 128k window.
+		for _, s := range []string{"synthetic:1:4000000", "synthetic:2:4000000"} {
 			cfg.Sources = append(cfg.Sources, eval.Source{Spec: s, Window: *window})
 		}
 	}
@@ -105,6 +113,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		for _, s := range rep.Sessions() {
 			if err := os.WriteFile(filepath.Join(dir, eval.ChartName(s)), []byte(rep.SVG(s)), 0o644); err != nil {
+				return fmt.Errorf("writing chart: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, eval.BillChartName(s)), []byte(rep.BillSVG(s)), 0o644); err != nil {
 				return fmt.Errorf("writing chart: %w", err)
 			}
 		}

@@ -71,6 +71,10 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	if proxySvc.Build == nil {
 		t.Error("condense-proxy is not built from the Dockerfile")
 	}
+	// Each replica keys scopes with the same secret, from .env.
+	if !strings.Contains(env["CONDENSE_SCOPE_SECRET"], "${CONDENSE_SCOPE_SECRET") {
+		t.Errorf("CONDENSE_SCOPE_SECRET %q is not read from .env", env["CONDENSE_SCOPE_SECRET"])
+	}
 	// Whatever config the environment sets must load.
 	var environ []string
 	for k, v := range env {
@@ -105,6 +109,14 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	example, err := os.ReadFile("../../.env.example")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range []string{"CONDENSE_SCOPE_SECRET", "POSTGRES_PASSWORD", "LITELLM_MASTER_KEY"} {
+		if !strings.Contains(string(example), v+"=") {
+			t.Errorf(".env.example lacks %s", v)
+		}
+	}
+	if !strings.Contains(c.Services["litellm"].Environment["DATABASE_URL"], "@db:5432/") || len(c.Services["db"].Healthcheck.Test) == 0 {
+		t.Error("LiteLLM has no database for its virtual keys")
 	}
 	for _, line := range strings.Split(string(lc), "\n") {
 		if strings.Contains(line, "api_key:") || strings.Contains(line, "master_key:") {

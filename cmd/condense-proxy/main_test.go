@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -173,5 +174,84 @@ func TestOfflineCondense(t *testing.T) {
 	}
 	if !bytes.Equal(out.Bytes(), body) {
 		t.Error("under-threshold body changed")
+	}
+}
+
+// TestServeAuthKeysFromEverySource starts serve with auth.keys from each
+// config source — the flag, the YAML file, the environment — and checks
+// the proxy refuses a request without a key and serves one with it.
+func TestServeAuthKeysFromEverySource(t *testing.T) {
+	yaml := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(yaml, []byte("auth:\n  keys: [yaml-key-1, yaml-key-2]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		environ []string
+		key     string
+	}{
+		{"flag --auth-keys", []string{"--auth-keys", "flag-key"}, nil, "flag-key"},
+		{"YAML auth.keys", []string{"--config", yaml}, nil, "yaml-key-2"},
+		{"YAML file from CONDENSE_CONFIG", nil, []string{"CONDENSE_CONFIG=" + yaml}, "yaml-key-1"},
+		{"env CONDENSE_AUTH_KEYS", nil, []string{"CONDENSE_AUTH_KEYS=env-key-1, env-key-2"}, "env-key-2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base, fake, _ := startServeEnv(t, tc.environ, tc.args...)
+			if code := postChat(t, base, ""); code != http.StatusUnauthorized {
+				t.Errorf("without a key: %d, want 401", code)
+			}
+			if code := postChat(t, base, "not-"+tc.key); code != http.StatusUnauthorized {
+				t.Errorf("with another key: %d, want 401", code)
+			}
+			if n := len(fake.Received()); n != 0 {
+				t.Errorf("the upstream got %d refused requests", n)
+			}
+			if code := postChat(t, base, tc.key); code != http.StatusOK {
+				t.Errorf("with the key: %d, want 200", code)
+			}
+			if n := len(fake.Received()); n != 1 {
+				t.Errorf("the upstream got %d requests, want 1", n)
+			}
+		})
+	}
+}
+
+func TestOfflineCondenseResponses(t *testing.T) {
+	var items []string
+	items = append(items, `{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"Fix the test."}]}`)
+	for i := 0; i < 60; i++ {
+		out, _ := json.Marshal(strings.Repeat(fmt.Sprintf("\tv := compute(%d) // pkg/file%d.go\n", i, i), 150))
+		items = append(items,
+			fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"QUJD%d"}`, i, i),
+			fmt.Sprintf(`{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat pkg/file%d.go\"}","call_id":"c%d"}`, i, i),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":%s}`, i, out))
+	}
+	body := []byte(`{"model":"gpt-5-codex","input":[` + strings.Join(items, ",") + `],"store":false,"include":["reasoning.encrypted_content"]}`)
+	file := filepath.Join(t.TempDir(), "req.json")
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if err := Main(context.Background(), []string{"condense", "--context-window", "32000", "--mode", "full", file}, &out, &errb, nil); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	var rep struct {
+		Format, Applied string
+	}
+	json.Unmarshal(errb.Bytes(), &rep)
+	if rep.Format != "responses" || rep.Applied != "full" {
+		t.Fatalf("report %s", errb.String())
+	}
+	var req struct {
+		Input []json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &req); err != nil || len(req.Input) >= len(items) {
+		t.Fatalf("%v: %d items of %d", err, len(req.Input), len(items))
+	}
+	if err := Main(context.Background(), []string{"condense", "--format", "xml", file}, &out, &errb, nil); err == nil {
+		t.Fatal("--format xml accepted")
 	}
 }

@@ -8,16 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
-	"time"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
-	"github.com/condense-proxy/condense-proxy/llm"
+	"github.com/condense-proxy/condense-proxy/internal/app"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
@@ -26,7 +25,7 @@ import (
 func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("condense", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "auto", "auto | full | selective | truncate | off")
+	mode := fs.String("mode", condense.ModeAuto, strings.Join(condense.Modes, " | "))
 	model := fs.String("model", "", "model whose limits apply (default: the body's model)")
 	window := fs.Int("context-window", 0, "context window in tokens (default: the registry's for the model)")
 	threshold := fs.Float64("threshold", 0.8, "fraction of the window that triggers condensing")
@@ -35,8 +34,9 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	summarizer := fs.String("summarizer", "extractive", "extractive | llm")
 	upstream := fs.String("upstream", "https://api.openai.com", "upstream for the llm summarizer")
 	apiKey := fs.String("api-key", "", "key for the llm summarizer (default: $OPENAI_API_KEY)")
+	format := fs.String("format", "auto", "auto | chat | responses: the request's wire format (auto: responses when the body has an input array and no messages)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads a chat-completions request body, writes the condensed body to stdout and the report to stderr.\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads a chat-completions or Responses request body, writes the condensed body to stdout and the report to stderr.\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -58,33 +58,40 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("reading request: %w", err)
 	}
-	if *threshold <= 0 || *threshold > 1 || *target <= 0 || *target >= *threshold {
-		return fmt.Errorf("condense: need 0 < target (%g) < threshold (%g) <= 1", *target, *threshold)
+	if !condense.ValidMode(*mode) {
+		return fmt.Errorf("condense: --mode %q is not one of %s", *mode, strings.Join(condense.Modes, ", "))
 	}
-	if *summarizer != "extractive" && *summarizer != "llm" {
-		return fmt.Errorf("condense: --summarizer %q is not extractive or llm", *summarizer)
+	if *format == "auto" {
+		*format = detectFormat(body)
+	}
+	if *format != "chat" && *format != "responses" {
+		return fmt.Errorf("condense: --format %q is not auto, chat or responses", *format)
 	}
 	cfg := config.Defaults()
+	cfg.Upstream = *upstream
 	cfg.Condense.Threshold = *threshold
-	reg := config.NewRegistry(&cfg, nil)
-	models := condense.ModelsFunc(func(m string) condense.ModelLimits {
-		if *model != "" {
-			m = *model
-		}
-		mi := reg.Lookup(m)
-		lim := condense.ModelLimits{Window: mi.ContextWindow, Threshold: *threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor, Known: mi.Known}
-		if *window > 0 {
-			lim.Window = *window
-		}
-		return lim
-	})
-	var sum condense.Summarizer
+	cfg.Condense.Target = *target
+	cfg.Condense.PrepareThreshold = 0 // threshold - 0.1; nothing runs in the background here
+	cfg.Condense.Summarizer = *summarizer
+	cfg.UI.Enabled = false
+	cfg.ScopeSecret = "offline: no caller scopes"
+	// The limits of the model (--model, else the body's), with the
+	// window of --context-window, apply to the body whatever it names.
+	name := *model
+	if name == "" {
+		name = gjson.GetBytes(body, "model").String()
+	}
+	mi := config.NewRegistry(&cfg, nil).Lookup(name)
+	if *window > 0 {
+		mi.ContextWindow = *window
+	}
+	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: mi.ContextWindow, MaxOutputTokens: mi.MaxOutputTokens,
+		Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor, Reasoning: &mi.Reasoning}}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("condense: %w", err)
+	}
 	creds := http.Header{}
 	if *summarizer == "llm" {
-		u, err := url.Parse(*upstream)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("condense: bad --upstream %q", *upstream)
-		}
 		key := *apiKey
 		if key == "" {
 			key = os.Getenv("OPENAI_API_KEY")
@@ -92,16 +99,17 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if key != "" {
 			creds.Set("Authorization", "Bearer "+key)
 		}
-		sum = &llm.Summarizer{Client: &llm.Client{BaseURL: u, HTTP: &http.Client{Timeout: 2 * time.Minute}}}
 	}
-	eng := condense.New(condense.Deps{
-		Counter:    tokenizer.New(tokenizer.Options{}),
-		Models:     models,
-		Cache:      cache.NewMemory(512 << 20),
-		Summarizer: sum,
-		Logger:     slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}, condense.Options{Target: *target, Summarizer: *summarizer, SelectiveEnabled: true})
-	res, err := eng.Condense(ctx, condense.Request{Body: body, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
+	a, err := app.New(ctx, &cfg, app.Options{Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return fmt.Errorf("condense: %w", err)
+	}
+	defer a.Close(context.WithoutCancel(ctx))
+	codec := a.Codecs.Chat
+	if *format == "responses" {
+		codec = a.Codecs.Responses
+	}
+	res, err := a.Engine.Condense(ctx, condense.Request{Body: body, Codec: codec, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
 	if err != nil {
 		return err
 	}
@@ -110,10 +118,20 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	rep := res.Report
 	out, _ := json.MarshalIndent(map[string]any{
-		"model": rep.Model, "applied": rep.Applied, "tokens_before": rep.TokensBefore, "tokens_after": rep.TokensAfter,
+		"format": rep.Format, "model": rep.Model, "applied": rep.Applied, "tokens_before": rep.TokensBefore, "tokens_after": rep.TokensAfter,
 		"messages": rep.Messages, "window": rep.Window, "trigger": rep.Trigger, "reason": rep.Reason,
 		"degraded": rep.Degraded, "summaries": rep.Summaries, "summarizer_calls": rep.Calls, "duration_ms": rep.Duration.Milliseconds(),
 	}, "", "  ")
 	fmt.Fprintln(stderr, string(out))
 	return nil
+}
+
+// detectFormat names the wire format of a request body: responses when it
+// has an input array and no messages, chat otherwise.
+func detectFormat(body []byte) string {
+	obj, ok := tokenizer.ScanObject(body, "input")
+	if _, msgs := obj.Get("messages"); ok && obj.Array[1] > 0 && !msgs {
+		return "responses"
+	}
+	return "chat"
 }

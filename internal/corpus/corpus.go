@@ -26,6 +26,10 @@ type Message struct {
 	Content    *string    `json:"content"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	// Reasoning is the assistant's recorded reasoning (DeepSeek's
+	// reasoning_content, Claude's thinking), never sent in chat form; the
+	// Responses form turns it into reasoning items.
+	Reasoning string `json:"-"`
 }
 
 // ToolCall is an assistant's function call.
@@ -85,10 +89,11 @@ func MiniSWEAgent(data []byte) (*Session, error) {
 	var doc struct {
 		Format   string `json:"trajectory_format"`
 		Messages []struct {
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			ToolCalls  []ToolCall      `json:"tool_calls"`
-			ToolCallID string          `json:"tool_call_id"`
+			Role             string          `json:"role"`
+			Content          json.RawMessage `json:"content"`
+			ToolCalls        []ToolCall      `json:"tool_calls"`
+			ToolCallID       string          `json:"tool_call_id"`
+			ReasoningContent string          `json:"reasoning_content"`
 		} `json:"messages"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
@@ -102,7 +107,8 @@ func MiniSWEAgent(data []byte) (*Session, error) {
 		if m.Role == "exit" {
 			continue
 		}
-		msgs = append(msgs, Message{Role: m.Role, Content: textOf(m.Content), ToolCalls: cleanCalls(m.ToolCalls), ToolCallID: m.ToolCallID})
+		msgs = append(msgs, Message{Role: m.Role, Content: textOf(m.Content), ToolCalls: cleanCalls(m.ToolCalls), ToolCallID: m.ToolCallID,
+			Reasoning: m.ReasoningContent})
 	}
 	return finish("mini-swe-agent", msgs)
 }
@@ -142,6 +148,7 @@ func ClaudeCode(data []byte) (*Session, error) {
 	type block struct {
 		Type      string          `json:"type"`
 		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
 		ID        string          `json:"id"`
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
@@ -199,6 +206,11 @@ func ClaudeCode(data []byte) (*Session, error) {
 						s = *am.Content + "\n\n" + s
 					}
 					am.Content = &s
+				case "thinking":
+					if am.Reasoning != "" {
+						am.Reasoning += "\n\n"
+					}
+					am.Reasoning += b.Thinking
 				case "tool_use":
 					args := string(b.Input)
 					if args == "" {

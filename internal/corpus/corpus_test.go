@@ -134,10 +134,7 @@ func TestTurnEnds(t *testing.T) {
 
 // TestSharedCorpus converts every real session and checks validity.
 func TestSharedCorpus(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("shared corpus absent")
-	}
+	dir := sharedCorpus(t)
 	files, err := Files(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,12 +83,15 @@ func TestReplaySyntheticLongSessions(t *testing.T) {
 	}
 }
 
-// corpusFiles lists the shared corpus's sessions, or skips when the folder
-// is absent.
+// corpusFiles lists the shared corpus's sessions; it skips the test when
+// the folder is absent, or fails it under CI=true.
 func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err != nil {
+		if v := strings.ToLower(os.Getenv("CI")); v == "true" || v == "1" {
+			t.Fatalf("CI=true and the shared corpus is absent: %v", err)
+		}
 		t.Skip("shared corpus absent")
 	}
 	files, err := corpus.Files(dir)

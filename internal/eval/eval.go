@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/replay"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -45,6 +46,11 @@ type Source struct {
 	// Spec is a file path or "synthetic:SEED:CHARS".
 	Spec   string
 	Window int
+	// Format is the wire format the session is replayed in: "" or "chat"
+	// (chat completions), "messages" (Claude Code sessions in their native
+	// Anthropic Messages form), "responses" (any session converted to
+	// OpenAI Responses items, as Codex sends them).
+	Format string
 }
 
 // Config configures Run.
@@ -61,6 +67,7 @@ type Config struct {
 // Row is one session replayed in one mode.
 type Row struct {
 	Session          string  `json:"session"`
+	Format           string  `json:"format"`
 	Mode             string  `json:"mode"`
 	Window           int     `json:"window"`
 	Requests         int     `json:"requests"`
@@ -88,6 +95,17 @@ type Row struct {
 	AddedP50Ms         float64 `json:"added_p50_ms"` // versus mode off on the same session
 	Sent               []int   `json:"sent_series"`
 	Forwarded          []int   `json:"forwarded_series"`
+	// The prompt-cache view: the share of forwarded tokens a provider's
+	// cache serves (the prefix identical to the previous request, at least
+	// 1024 tokens), and the bill under each Pricing as a ratio to mode off
+	// on the same session (-1: no off row), summarizer included.
+	CachedShare   float64   `json:"cached_share"`
+	BillAnthropic float64   `json:"bill_anthropic"`
+	BillOpenAI    float64   `json:"bill_openai"`
+	BillSeries    []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
+	SummarizerOut int       `json:"summarizer_tokens_out"`
+
+	billAnthropic, billOpenAI float64 // absolute, for the ratios
 }
 
 // Report is the outcome of Run.
@@ -142,21 +160,49 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			logf("skipped: %v", err)
 			continue
 		}
+		var native replay.NativeSession
+		switch src.Format {
+		case "", "chat":
+		case replay.FormatMessages:
+			ms, err := corpus.LoadMessages(src.Spec)
+			if err != nil {
+				rep.Skipped = append(rep.Skipped, err.Error())
+				logf("skipped: %v", err)
+				continue
+			}
+			native = ms
+		case replay.FormatResponses:
+			native = corpus.Responses(sess)
+		default:
+			return rep, fmt.Errorf("%s: unknown format %q", src.Spec, src.Format)
+		}
 		var offP50 float64 = -1
 		for _, m := range cfg.Modes {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
 			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Summarizer: m.Summarizer, Counter: counter})
-			res, err := replay.Run(ctx, sess, st.Fake, counter, replay.Options{
+			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
 				Every: cfg.Every, Facts: facts, Drain: st.Drain,
-			})
+			}
+			var res *replay.Result
+			if native == nil {
+				res, err = replay.Run(ctx, sess, st.Fake, counter, opts)
+			} else {
+				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter}}
+				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
+				res, err = replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
+			}
 			st.Close()
 			if err != nil {
 				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
 			}
 			row := summarize(res, m.Name, src.Window)
+			row.Format = src.Format
+			if row.Format == "" {
+				row.Format = "chat"
+			}
 			if m.Name == "off" {
 				offP50 = row.LatencyP50Ms
 			}
@@ -164,7 +210,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				row.AddedP50Ms = row.LatencyP50Ms - offP50
 			}
 			rep.Rows = append(rep.Rows, row)
-			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected)
+			billRows(rep.Rows)
+			row = rep.Rows[len(rep.Rows)-1]
+			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d, prefix %.3f, bill %.2f", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected, row.PrefixStability, row.BillAnthropic)
 		}
 	}
 	return rep, nil
@@ -173,12 +221,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func summarize(res *replay.Result, mode string, window int) Row {
 	row := Row{Session: res.Session, Mode: mode, Window: window, Requests: len(res.Requests), Rejected: res.Rejected,
 		MaxForwarded: res.MaxForwarded, TokensSent: res.SentTokens, TokensForwarded: res.ForwardedTokens,
-		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls,
+		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls, SummarizerOut: res.SummarizerTokensOut,
 		PrefixStability: res.PrefixStability, FactsSeen: res.FactsSeen, FactsKept: res.FactsKept, CacheHitRate: -1}
 	sel := res.FactsByApplied["selective"]
 	row.SelectiveFactsSeen, row.SelectiveFactsKept = sel[0], sel[1]
 	var lat []float64
 	hits, used := 0.0, 0
+	cached, fwd := 0, 0
 	for _, r := range res.Requests {
 		if r.Applied != "" && r.Applied != "none" {
 			row.Condensed++
@@ -205,6 +254,23 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		lat = append(lat, float64(r.Latency.Microseconds())/1000)
 		row.Sent = append(row.Sent, r.TokensSent)
 		row.Forwarded = append(row.Forwarded, r.FwdCounted)
+		bill := Pricings[0].requestBill(r.FwdCounted, r.CachedTokens)
+		row.BillSeries = append(row.BillSeries, bill)
+		row.billAnthropic += bill
+		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
+		cached += cachedPart(min(r.CachedTokens, r.FwdCounted))
+		fwd += r.FwdCounted
+	}
+	for i, p := range Pricings {
+		sum := p.SummaryIn*float64(res.SummarizerTokensIn) + p.SummaryOut*float64(res.SummarizerTokensOut)
+		if i == 0 {
+			row.billAnthropic += sum
+		} else {
+			row.billOpenAI += sum
+		}
+	}
+	if fwd > 0 {
+		row.CachedShare = float64(cached) / float64(fwd)
 	}
 	if used > 0 {
 		row.CacheHitRate = hits / float64(used)

@@ -12,7 +12,7 @@ import (
 // every mode; it fails on any rejected request, lost head or last message,
 // condensed request over the window, or selective fact retention under 95%.
 func TestShortEvaluation(t *testing.T) {
-	sources := []Source{{Spec: "synthetic:7:250000", Window: 32000}}
+	sources := []Source{{Spec: "synthetic:7:250000", Window: 32000}, {Spec: "synthetic:7:250000", Window: 32000, Format: "responses"}}
 	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err == nil {
 		for _, f := range []string{
@@ -22,10 +22,12 @@ func TestShortEvaluation(t *testing.T) {
 		} {
 			sources = append(sources, Source{Spec: filepath.Join(dir, f), Window: 16000})
 		}
-	} else if os.Getenv("CI") != "" {
+	} else if v := strings.ToLower(os.Getenv("CI")); v == "true" || v == "1" {
+		t.Fatalf("CI=true and the shared corpus is absent: %v", err)
+	} else {
 		t.Log("shared corpus absent; synthetic session only")
 	}
-	rep, err := Run(context.Background(), Config{Sources: sources, Every: 2})
+	rep, err := Run(context.Background(), Config{Sources: sources, Log: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +81,33 @@ func TestBadSessionsAreSkippedAndReported(t *testing.T) {
 	}
 	if len(rep.Check(0.95)) == 0 {
 		t.Error("skipped files do not fail the check")
+	}
+}
+
+// TestPromptCacheGate is the CI gate on what condensing costs with
+// provider prompt caches: a long synthetic session (about 4× a 64k window)
+// replayed request by request, every request, in every mode; prefix
+// stability and the bill (Anthropic-style, vs mode off) must stay within
+// bounds. The 128k numbers in EVALUATION.md come from the same code.
+func TestPromptCacheGate(t *testing.T) {
+	rep, err := Run(context.Background(), Config{Sources: []Source{{Spec: "synthetic:7:1000000", Window: 64000}}, Log: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Check(0.95) {
+		t.Error(p)
+	}
+	for _, p := range rep.CheckCache(CIGates) {
+		t.Error(p)
+	}
+	for _, row := range rep.Rows {
+		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.CachedShare <= 0) {
+			t.Errorf("%s: bill not measured (%+v)", row.Mode, row)
+		}
+	}
+	for _, s := range rep.Sessions() {
+		if svg := rep.BillSVG(s); !strings.Contains(svg, "polyline") {
+			t.Errorf("%s: bill chart has no lines", s)
+		}
 	}
 }

@@ -23,83 +23,137 @@ var palette = map[string]string{
 	"auto":            "#ff7f0e",
 }
 
-// SVG draws, for one session, the tokens of each request as the agent sent
-// it and as each mode forwarded it, with the window and the threshold.
-func (r *Report) SVG(session string) string {
-	var rows []Row
-	for _, row := range r.Rows {
-		if row.Session == session {
-			rows = append(rows, row)
-		}
-	}
-	if len(rows) == 0 {
-		return ""
-	}
+// series is one line of a chart.
+type series struct {
+	label string
+	color string
+	width float64
+	vals  []float64
+}
+
+// level is a horizontal line of a chart.
+type level struct {
+	label string
+	color string
+	v     float64
+}
+
+// lineChart draws lines over requests with levels, a legend on the right.
+func lineChart(title, unit string, lines []series, levels []level) string {
 	const w, h, left, right, top, bottom = 760, 320, 64, 150, 20, 36
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
-	window := rows[0].Window
-	ymax := float64(window) * 1.1
-	n := 1
-	for _, row := range rows {
-		for _, v := range row.Sent {
-			ymax = max(ymax, float64(v)*1.05)
+	ymax, n := 1.0, 1
+	for _, l := range levels {
+		ymax = max(ymax, l.v*1.1)
+	}
+	for _, s := range lines {
+		for _, v := range s.vals {
+			ymax = max(ymax, v*1.05)
 		}
-		n = max(n, len(row.Sent))
+		n = max(n, len(s.vals))
 	}
 	x := func(i int) float64 { return float64(left) + pw*float64(i)/float64(max(n-1, 1)) }
 	y := func(v float64) float64 { return float64(top) + ph*(1-v/ymax) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%d" y="14" font-size="12">%s — tokens per request</text>`+"\n", left, html.EscapeString(session))
-	// Axes and grid.
+	fmt.Fprintf(&b, `<text x="%d" y="14" font-size="12">%s</text>`+"\n", left, html.EscapeString(title))
 	for i := 0; i <= 4; i++ {
 		v := ymax * float64(i) / 4
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", left, float64(left)+pw, y(v), y(v))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%dk</text>`+"\n", left-4, y(v)+4, int(v/1000))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%dk%s</text>`+"\n", left-4, y(v)+4, int(v/1000), unit)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">request (turn)</text>`+"\n", float64(left)+pw/2, h-6)
-	// Window and threshold; labels kept apart when the lines are close.
+	// Levels; labels kept apart when the lines are close.
 	labelY := -100.0
-	for _, l := range []struct {
-		v     float64
-		color string
-		label string
-	}{{float64(window), "#d62728", "window"}, {float64(window) * r.Threshold, "#e6a100", "threshold"}} {
+	for _, l := range levels {
 		fmt.Fprintf(&b, `<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="6 4"/>`+"\n", left, float64(left)+pw, y(l.v), y(l.v), l.color)
 		ly := max(y(l.v)+4, labelY+13)
 		labelY = ly
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="%s">%s %dk</text>`+"\n", float64(left)+pw+4, ly, l.color, l.label, int(l.v/1000))
 	}
-	line := func(vals []int, color string, width float64, dash string) {
-		if len(vals) == 0 {
-			return
-		}
-		var pts []string
-		for i, v := range vals {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(float64(v))))
-		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" %s points="%s"/>`+"\n", color, width, dash, strings.Join(pts, " "))
-	}
-	line(rows[0].Sent, "#bbbbbb", 3, "")
 	legendY := top + 40
-	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#bbbbbb" stroke-width="3"/><text x="%.1f" y="%d">sent by the agent</text>`+"\n",
-		float64(left)+pw+4, float64(left)+pw+24, legendY, legendY, float64(left)+pw+28, legendY+4)
-	for _, row := range rows {
-		if row.Mode == "off" {
+	for _, s := range lines {
+		if len(s.vals) == 0 {
 			continue
 		}
-		color := palette[row.Mode]
-		if color == "" {
-			color = "#17becf"
+		var pts []string
+		for i, v := range s.vals {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(i), y(v)))
 		}
-		line(row.Forwarded, color, 1.5, "")
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%.1f" points="%s"/>`+"\n", s.color, s.width, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="%.0f"/><text x="%.1f" y="%d">%s</text>`+"\n",
+			float64(left)+pw+4, float64(left)+pw+24, legendY, legendY, s.color, max(s.width, 2), float64(left)+pw+28, legendY+4, html.EscapeString(s.label))
 		legendY += 16
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="2"/><text x="%.1f" y="%d">%s</text>`+"\n",
-			float64(left)+pw+4, float64(left)+pw+24, legendY, legendY, color, float64(left)+pw+28, legendY+4, html.EscapeString(row.Mode))
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+func (r *Report) rowsOf(session string) []Row {
+	var rows []Row
+	for _, row := range r.Rows {
+		if row.Session == session {
+			rows = append(rows, row)
+		}
+	}
+	return rows
+}
+
+func modeColor(mode string) string {
+	if c := palette[mode]; c != "" {
+		return c
+	}
+	return "#17becf"
+}
+
+func floats(v []int) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// SVG draws, for one session, the tokens of each request as the agent sent
+// it and as each mode forwarded it, with the window and the threshold.
+func (r *Report) SVG(session string) string {
+	rows := r.rowsOf(session)
+	if len(rows) == 0 {
+		return ""
+	}
+	lines := []series{{"sent by the agent", "#bbbbbb", 3, floats(rows[0].Sent)}}
+	for _, row := range rows {
+		if row.Mode != "off" {
+			lines = append(lines, series{row.Mode, modeColor(row.Mode), 1.5, floats(row.Forwarded)})
+		}
+	}
+	window := float64(rows[0].Window)
+	return lineChart(session+" — tokens per request", "", lines,
+		[]level{{"window", "#d62728", window}, {"threshold", "#e6a100", window * r.Threshold}})
+}
+
+// BillChartName is the file name of a session's bill chart.
+func BillChartName(session string) string {
+	return strings.TrimSuffix(ChartName(session), ".svg") + "-bill.svg"
+}
+
+// BillSVG draws, for one session, the Anthropic-style bill of each request
+// in each mode (in thousands of fresh-input-token equivalents).
+func (r *Report) BillSVG(session string) string {
+	rows := r.rowsOf(session)
+	if len(rows) == 0 {
+		return ""
+	}
+	var lines []series
+	for _, row := range rows {
+		width := 1.5
+		if row.Mode == "off" {
+			width = 3
+		}
+		lines = append(lines, series{row.Mode, modeColor(row.Mode), width, row.BillSeries})
+	}
+	return lineChart(session+" — bill per request (Anthropic-style, input-token equivalents)", "", lines, nil)
 }
 
 // Sessions lists the sessions of the report, in order.
@@ -173,9 +227,34 @@ the fake upstream, which parses every request, gets a much smaller body than in 
 	} else {
 		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play.\n")
 	}
-	b.WriteString("\n## Charts\n\nTokens per request as the agent sent them (grey) and as each mode forwarded them, with the window and the threshold.\n\n")
+	b.WriteString(`
+## The bill
+
+Providers bill a prompt prefix they have cached at a fraction of the input price, so what a mode saves in
+money depends on how stable its prefix stays. *cached* is the share of forwarded tokens that a provider's
+cache serves: each request's longest prefix identical to the conversation's previous request, counted when
+at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
+session (every request, plus the summarizer priced like the main model: its input at the input price, its
+output at the output price), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
+a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input).
+
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | summarizer in / out |
+|---|---|---|---|---|---|---|---|
+`)
+	for _, row := range r.Rows {
+		bill := func(v float64) string {
+			if v < 0 {
+				return "—"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %dk / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), row.SummarizerTokens/1000, row.SummarizerOut/1000)
+	}
+	b.WriteString("\n## Charts\n\nFor each session: tokens per request as the agent sent them (grey) and as each mode forwarded them, with the window and the threshold; then the bill of each request in each mode.\n\n")
 	for _, s := range r.Sessions() {
-		fmt.Fprintf(&b, "### %s\n\n![%s](%s)\n\n", s, s, filepath.ToSlash(filepath.Join(chartDir, ChartName(s))))
+		fmt.Fprintf(&b, "### %s\n\n![%s](%s)\n\n![%s bill](%s)\n\n", s, s, filepath.ToSlash(filepath.Join(chartDir, ChartName(s))),
+			s, filepath.ToSlash(filepath.Join(chartDir, BillChartName(s))))
 	}
 	return b.String()
 }

@@ -3,8 +3,9 @@
 //
 // It rejects with 400 what OpenAI rejects in a chat-completions request:
 // an unknown role, a tool message that answers no preceding tool call, an
-// assistant tool call left without its tool answer, and a request with no
-// messages. It records every request it receives, answers chat requests
+// assistant tool call left without its tool answer, a request with no
+// messages, and max_tokens or a temperature other than 1 for a reasoning
+// model (the o-series and gpt-5 families). It records every request it receives, answers chat requests
 // with a short completion (streamed as server-sent events when asked) and
 // lets a test script the answer to summarizer requests.
 package fakeupstream
@@ -24,9 +25,19 @@ import (
 type Received struct {
 	Method string
 	Path   string
+	Query  string // raw query, without "?" ("beta=true")
 	Header http.Header
 	Body   []byte
 	Status int // what the fake answered
+	// Tokens is the fake's approximate count of the request's input
+	// tokens (Messages and Responses fakes only; see CountMessages and
+	// CountResponses); 0 when not counted.
+	Tokens int
+	// Error is the message of the error the fake answered, if it did.
+	Error string
+	// Answer is the text answered to a summarizer call (Messages and
+	// Responses fakes).
+	Answer string
 }
 
 // Server is the fake upstream's handler. The zero value is not usable; call
@@ -35,6 +46,7 @@ type Server struct {
 	mu        sync.Mutex
 	received  []Received
 	summaries [][]byte // bodies of summarizer calls, kept across Reset
+	answers   []string // texts answered to summarizer calls
 
 	// Summarize, if set, answers chat requests whose system prompt marks
 	// them as summarizer calls (see IsSummaryRequest); it returns the
@@ -83,13 +95,21 @@ func (s *Server) Take(key, v string) []Received {
 }
 
 // TakeSummaries returns the bodies of the summarizer calls received since
-// the last call, and forgets them.
+// the last call, and forgets them (and their answers).
 func (s *Server) TakeSummaries() [][]byte {
+	out, _ := s.TakeSummaryCalls()
+	return out
+}
+
+// TakeSummaryCalls returns the bodies of the summarizer calls received
+// since the last call and the texts answered to those that succeeded, and
+// forgets them.
+func (s *Server) TakeSummaryCalls() (bodies [][]byte, answers []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := s.summaries
-	s.summaries = nil
-	return out
+	bodies, answers = s.summaries, s.answers
+	s.summaries, s.answers = nil, nil
+	return bodies, answers
 }
 
 // SummaryMarker is the phrase by which IsSummaryRequest recognises a
@@ -110,7 +130,7 @@ func (s *Server) record(r *http.Request, body []byte, status int) {
 	if len(s.received) >= maxReceived {
 		s.received = append(s.received[:0], s.received[maxReceived/2:]...)
 	}
-	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Status: status})
+	s.received = append(s.received, Received{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, Status: status})
 	s.mu.Unlock()
 }
 
@@ -138,6 +158,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, 400, "We could not parse the JSON body of your request.")
 		return
 	}
+	if err := CheckParams(body); err != nil {
+		s.record(r, body, 400)
+		writeError(w, 400, err.Error())
+		return
+	}
 	if err := Validate(req.Messages); err != nil {
 		s.record(r, body, 400)
 		writeError(w, 400, err.Error())
@@ -157,6 +182,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		text = t
+	}
+	if IsSummaryRequest(body) {
+		s.mu.Lock()
+		s.answers = append(s.answers, text)
+		s.mu.Unlock()
 	}
 	s.record(r, body, 200)
 	if req.Stream {

@@ -63,23 +63,37 @@ type Request struct {
 	Degraded     string
 	Cache        string // X-Condense-Cache
 	FwdCounted   int    // tokens of the forwarded body, counted here
+	// CachedTokens is how many leading tokens of the forwarded body were
+	// identical to the previous forwarded request (its parts outside the
+	// messages and its leading messages): what a provider's prompt cache
+	// can serve. 0 for the first request.
+	CachedTokens int
+	// CountTokens is the proxy's answer to /v1/messages/count_tokens for
+	// the same body (Messages replays; 0 otherwise).
+	CountTokens int `json:",omitempty"`
 }
 
 // Result is the measurement of a replayed session.
 type Result struct {
-	Session            string
-	Mode               string
-	Requests           []Request
-	Rejected           int // requests the upstream answered with an error
-	MaxForwarded       int // largest forwarded request, tokens (counted here)
-	SentTokens         int // sum over requests, as the agent sent them
-	ForwardedTokens    int
-	SummarizerCalls    int
-	SummarizerTokensIn int
-	ContentTokens      int // tokens of the session's messages, counted once
-	PrefixStability    float64
-	LatencyP50         time.Duration
-	LatencyP99         time.Duration
+	Session string
+	Mode    string
+	Format  string `json:",omitempty"` // FormatMessages, FormatResponses; empty: chat
+	// Messages replays: count_tokens answers checked, those different from
+	// the forwarded count, and the largest relative difference.
+	CountTokensChecked, CountTokensOff int     `json:",omitempty"`
+	CountTokensMaxDiff                 float64 `json:",omitempty"`
+	Requests                           []Request
+	Rejected                           int // requests the upstream answered with an error
+	MaxForwarded                       int // largest forwarded request, tokens (counted here)
+	SentTokens                         int // sum over requests, as the agent sent them
+	ForwardedTokens                    int
+	SummarizerCalls                    int
+	SummarizerTokensIn                 int
+	SummarizerTokensOut                int // of the answers
+	ContentTokens                      int // tokens of the session's messages, counted once
+	PrefixStability                    float64
+	LatencyP50                         time.Duration
+	LatencyP99                         time.Duration
 	// Facts: over condensed requests, facts present in the sent request
 	// (FactsSeen) and still present in the forwarded one (FactsKept); the
 	// same split by the X-Condense-Applied of the request.
@@ -147,6 +161,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 	}
 	ends := s.TurnEnds()
 	var prevFwd []string
+	var prevOutside string
 	for i, n := range ends {
 		if i%o.Every != 0 && i != len(ends)-1 {
 			continue
@@ -235,20 +250,28 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		for j, m := range out {
 			cur[j] = m.Raw
 		}
+		outside := string(fwd[:rc.Array[0]]) + "\x00" + string(fwd[rc.Array[1]:])
 		if prevFwd != nil {
 			rq.PrefixKept = prefixShare(prevFwd, cur)
+			if outside == prevOutside {
+				rq.CachedTokens = cachedTokens(prevFwd, cur, rc)
+			}
 		}
-		prevFwd = cur
+		prevFwd, prevOutside = cur, outside
 		res.Requests = append(res.Requests, rq)
 	}
 	if o.Drain != nil {
 		o.Drain()
 	}
-	for _, b := range fake.TakeSummaries() {
+	bodies, answers := fake.TakeSummaryCalls()
+	for _, b := range bodies {
 		res.SummarizerCalls++
 		if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
 			res.SummarizerTokensIn += rc.Total
 		}
+	}
+	for _, a := range answers {
+		res.SummarizerTokensOut += counter.Text(tokenizer.O200kBase, a)
 	}
 	var lat []time.Duration
 	sum, cnt := 0.0, 0
@@ -270,6 +293,20 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		res.LatencyP99 = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
 	return res, nil
+}
+
+// cachedTokens counts the tokens of cur (counted as rc) that lead it as
+// they led prev: the parts outside the messages (the caller checked they
+// are identical) and the identical leading messages.
+func cachedTokens(prev, cur []string, rc tokenizer.RequestCount) int {
+	n := rc.Total
+	for _, m := range rc.Messages {
+		n -= m
+	}
+	for i := 0; i < len(prev) && i < len(cur) && prev[i] == cur[i]; i++ {
+		n += rc.Messages[i]
+	}
+	return n
 }
 
 // prefixShare is the share of prev's bytes that cur repeats as an

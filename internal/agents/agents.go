@@ -1,0 +1,224 @@
+// Package agents runs real coding agents — Claude Code (Anthropic
+// Messages) and Codex (OpenAI Responses) — headless and offline against a
+// local upstream, for the end-to-end tests of condense-proxy.
+//
+// The pinned versions (ClaudeCodeVersion, CodexVersion) are installed from
+// npm by .ci/run into Dir(); Find looks there, then at the
+// CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN overrides' targets and PATH.
+// Require turns a missing agent into a skipped test, or a failed one under
+// CI=true.
+//
+// A test starts an in-process proxy (internal/harness) in front of the
+// strict Messages or Responses fake (internal/fakeupstream) driven by a
+// Script, puts a Front recorder around the proxy, writes large files into
+// a scratch work directory (WriteFiles) and runs the agent with
+// ClaudeCommand or CodexCommand: the script makes the agent read one file
+// per step, and the recorders tell what the agent sent, what the proxy
+// answered and what the upstream received.
+package agents
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Versions the tests pin; .ci/run installs exactly these (a test checks
+// that .ci/run names them).
+const (
+	ClaudeCodeVersion = "2.1.197" // npm @anthropic-ai/claude-code
+	CodexVersion      = "0.169.0" // npm @openai/codex
+)
+
+// Agent names, as their binaries are called.
+const (
+	Claude = "claude"
+	Codex  = "codex"
+)
+
+// Dir is where .ci/run installs the pinned agents (an npm prefix):
+// $CONDENSE_AGENTS_DIR, else <user cache dir>/condense-proxy/agents
+// (~/.cache/condense-proxy/agents on Linux).
+func Dir() string {
+	if d := os.Getenv("CONDENSE_AGENTS_DIR"); d != "" {
+		return d
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		c = filepath.Join(os.TempDir(), "cache")
+	}
+	return filepath.Join(c, "condense-proxy", "agents")
+}
+
+// envOverride names the variable that points at an agent binary.
+func envOverride(name string) string {
+	return "CONDENSE_" + strings.ToUpper(name) + "_BIN"
+}
+
+// Find returns the path of an agent's binary (Claude or Codex): the file
+// $CONDENSE_CLAUDE_BIN / $CONDENSE_CODEX_BIN names, else
+// Dir()/node_modules/.bin/<name>, else <name> on PATH.
+func Find(name string) (string, error) {
+	if p := os.Getenv(envOverride(name)); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", envOverride(name), p, err)
+		}
+		return p, nil
+	}
+	p := filepath.Join(Dir(), "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s not found in %s, %s or PATH (.ci/run installs it: npm install --prefix %s %s)",
+		name, filepath.Join(Dir(), "node_modules", ".bin"), envOverride(name), Dir(), npmPackage(name))
+}
+
+func npmPackage(name string) string {
+	if name == Codex {
+		return "@openai/codex@" + CodexVersion
+	}
+	return "@anthropic-ai/claude-code@" + ClaudeCodeVersion
+}
+
+// InCI reports whether the tests run in CI (CI=true), where a missing
+// agent fails its test instead of skipping it.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v == "true" || v == "1"
+}
+
+// Require returns the agent's binary, or ends the test: skipped with a
+// message saying how to install it, or failed under CI=true.
+func Require(t testing.TB, name string) string {
+	t.Helper()
+	p, err := Find(name)
+	if err == nil {
+		return p
+	}
+	if InCI() {
+		t.Fatalf("CI=true and the agent is missing: %v", err)
+	}
+	t.Skipf("skipping: %v", err)
+	return ""
+}
+
+// Version runs `<bin> --version` and returns its first line.
+func Version(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line, nil
+}
+
+// baseEnv is the environment both agents run with: PATH (the codex
+// launcher is a node script), a scratch HOME, and nothing else — no
+// HTTP(S)_PROXY, which would send loopback requests elsewhere, and no
+// credentials of the machine's user.
+func baseEnv(home string) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb"}
+}
+
+// ClaudeOptions configures a Claude Code run.
+type ClaudeOptions struct {
+	Bin     string // from Require(t, Claude)
+	BaseURL string // the proxy (ANTHROPIC_BASE_URL), without /v1
+	Home    string // scratch HOME (settings, sessions)
+	Workdir string // the agent's working directory
+	Prompt  string
+	// Model; default "claude-sonnet-4-5" (thinking enabled with a budget).
+	Model string
+	// APIKey, sent as x-api-key; default "sk-ant-test".
+	APIKey string
+	// Extra arguments and environment entries.
+	Args, Env []string
+}
+
+// ClaudeCommand returns the command that runs Claude Code headless:
+// `claude -p PROMPT --model M --dangerously-skip-permissions` with
+// IS_SANDBOX=1 (root may skip permissions only then),
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 and DISABLE_TELEMETRY=1 (no
+// other hosts contacted), ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, stdin
+// from /dev/null. The caller bounds it with a context (exec.CommandContext
+// is used when ctx is given to Start through Cmd.Cancel — see Run).
+func ClaudeCommand(o ClaudeOptions) *exec.Cmd {
+	if o.Model == "" {
+		o.Model = "claude-sonnet-4-5"
+	}
+	if o.APIKey == "" {
+		o.APIKey = "sk-ant-test"
+	}
+	args := append([]string{"-p", o.Prompt, "--model", o.Model, "--dangerously-skip-permissions"}, o.Args...)
+	cmd := exec.Command(o.Bin, args...)
+	cmd.Dir = o.Workdir
+	cmd.Env = append(baseEnv(o.Home),
+		"IS_SANDBOX=1",
+		"ANTHROPIC_BASE_URL="+o.BaseURL,
+		"ANTHROPIC_API_KEY="+o.APIKey,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1",
+	)
+	cmd.Env = append(cmd.Env, o.Env...)
+	return cmd
+}
+
+// CodexOptions configures a Codex run.
+type CodexOptions struct {
+	Bin     string // from Require(t, Codex)
+	BaseURL string // the proxy's base URL including /v1
+	Home    string // scratch HOME; CODEX_HOME is Home/.codex
+	Workdir string
+	Prompt  string
+	// Model; default "gpt-5.5".
+	Model string
+	// APIKey, sent as Authorization: Bearer; default "sk-test".
+	APIKey string
+	// Extra arguments (before the prompt) and environment entries.
+	Args, Env []string
+}
+
+// CodexCommand returns the command that runs `codex exec` against a custom
+// provider "fake" (base_url at BaseURL, wire_api "responses", key from
+// FAKE_KEY, no retries), with analytics and plugins off, the git check
+// skipped, no sandbox (the container has none to offer) and stdin from
+// /dev/null (it waits on an open stdin). It creates CODEX_HOME, which
+// codex requires to exist.
+func CodexCommand(o CodexOptions) *exec.Cmd {
+	if o.Model == "" {
+		o.Model = "gpt-5.5"
+	}
+	if o.APIKey == "" {
+		o.APIKey = "sk-test"
+	}
+	provider := fmt.Sprintf(`model_providers.fake={name="fake", base_url=%q, env_key="FAKE_KEY", wire_api="responses", request_max_retries=0, stream_max_retries=0}`, o.BaseURL)
+	args := []string{"exec",
+		"-c", "model_provider=fake",
+		"-c", provider,
+		"-c", "analytics.enabled=false",
+		"--disable", "plugins",
+		"--skip-git-repo-check",
+		"--dangerously-bypass-approvals-and-sandbox",
+		"-m", o.Model,
+	}
+	args = append(args, o.Args...)
+	args = append(args, o.Prompt)
+	cmd := exec.Command(o.Bin, args...)
+	cmd.Dir = o.Workdir
+	codexHome := filepath.Join(o.Home, ".codex")
+	os.MkdirAll(codexHome, 0o700)
+	cmd.Env = append(baseEnv(o.Home), "CODEX_HOME="+codexHome, "FAKE_KEY="+o.APIKey)
+	cmd.Env = append(cmd.Env, o.Env...)
+	return cmd
+}
+
+// ErrTimeout is returned by Run when the agent outlived its time.
+var ErrTimeout = errors.New("agent timed out")

@@ -1,0 +1,36 @@
+package agents_test
+
+import (
+	"testing"
+
+	"github.com/condense-proxy/condense-proxy/internal/agents"
+)
+
+// claudeWindow leaves room for Claude Code's own ~26k-token prompt and
+// tools plus a few file reads: 20 reads of ~11k tokens overflow it three
+// times over.
+const claudeWindow = 80_000
+
+// TestClaudeCode runs the real Claude Code CLI through the proxy against
+// the strict Messages fake, which has it Read a large file per step for 20
+// steps, then finish: once with a model Claude Code gives a thinking budget
+// (thinking enabled, budget_tokens), once with one it gives adaptive
+// thinking and an effort (output_config).
+func TestClaudeCode(t *testing.T) {
+	bin := agents.Require(t, agents.Claude)
+	if v, err := agents.Version(bin); err == nil {
+		t.Logf("%s: %s (pinned %s)", bin, v, agents.ClaudeCodeVersion)
+	}
+	for _, model := range []string{"claude-sonnet-4-5", "claude-opus-4-7"} {
+		t.Run(model, func(t *testing.T) {
+			e := newE2E(t, "messages", claudeWindow)
+			res := e.run(func() agents.Result {
+				return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
+					Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: model,
+					Prompt: "Read the files of this directory one by one as the tools direct, then report.",
+				}))
+			})
+			e.check(res)
+		})
+	}
+}

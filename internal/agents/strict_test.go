@@ -1,0 +1,131 @@
+package agents_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/condense-proxy/condense-proxy/internal/agents"
+)
+
+// The strict fakes are the referee of the agent tests: these runs put a
+// "broken proxy" (a front that edits what the agent sent) in the path and
+// check that the fake rejects the request and the real agent fails, as
+// it would against the real API.
+
+func TestClaudeCodeStrictUpstreamCatchesEditedThinking(t *testing.T) {
+	bin := agents.Require(t, agents.Claude)
+	e := newE2E(t, "messages", claudeWindow, withSteps(3), withTamper(func(path string, body []byte) []byte {
+		if path != "/v1/messages" || !gjson.GetBytes(body, "messages.1.content.0.thinking").Exists() {
+			return body
+		}
+		b, _ := sjson.SetBytes(body, "messages.1.content.0.thinking", "an edited thought")
+		return b
+	}))
+	res := e.run(func() agents.Result {
+		return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
+			Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Prompt: "Read the files.",
+		}))
+	})
+	rej := e.received()
+	bad := 0
+	for _, r := range rej {
+		if r.Status == 400 && strings.Contains(r.Error, "Invalid `signature` in `thinking` block") {
+			bad++
+		}
+	}
+	if bad == 0 || res.Err == nil {
+		t.Errorf("edited thinking: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
+	}
+	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stdout+res.Stderr)))
+}
+
+func TestCodexStrictUpstreamCatchesDroppedOutput(t *testing.T) {
+	bin := agents.Require(t, agents.Codex)
+	e := newE2E(t, "responses", codexWindow, withSteps(3), withTamper(func(path string, body []byte) []byte {
+		// Drop the first function_call_output, as a careless condenser might.
+		items := gjson.GetBytes(body, "input").Array()
+		for i, it := range items {
+			if it.Get("type").String() == "function_call_output" {
+				b, _ := sjson.DeleteBytes(body, "input."+strconv.Itoa(i))
+				return b
+			}
+		}
+		return body
+	}))
+	res := e.run(func() agents.Result {
+		return agents.Run(agentContext(t), agents.CodexCommand(agents.CodexOptions{
+			Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(), Prompt: "Print the files.",
+		}))
+	})
+	bad := 0
+	for _, r := range e.received() {
+		if r.Status == 400 && strings.Contains(r.Error, "No tool output found for function call call_read_000") {
+			bad++
+		}
+	}
+	if bad == 0 || res.Err == nil {
+		t.Errorf("dropped output: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
+	}
+	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stderr)))
+}
+
+// standIn is a naive condenser standing in for the proxy's codecs in the
+// self-tests below: it replaces the content of every tool output but the
+// newest two with a one-line digest, touching nothing else.
+func standIn(format string) func(path string, body []byte) []byte {
+	return func(path string, body []byte) []byte {
+		var outputs []string // sjson paths of the outputs' contents
+		switch {
+		case format == "messages" && path == "/v1/messages":
+			gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
+				m.Get("content").ForEach(func(j, b gjson.Result) bool {
+					if b.Get("type").String() == "tool_result" {
+						outputs = append(outputs, "messages."+i.String()+".content."+j.String()+".content")
+					}
+					return true
+				})
+				return true
+			})
+		case format == "responses" && path == "/v1/responses":
+			gjson.GetBytes(body, "input").ForEach(func(i, it gjson.Result) bool {
+				if it.Get("type").String() == "function_call_output" {
+					outputs = append(outputs, "input."+i.String()+".output")
+				}
+				return true
+			})
+		}
+		for k := 0; k+2 < len(outputs); k++ {
+			body, _ = sjson.SetBytes(body, outputs[k], "[digest: an old file read, condensed]")
+		}
+		return body
+	}
+}
+
+// TestAgentChecksPassWithAStandInCondenser runs both agents with the
+// stand-in condenser in front of the proxy: every check of TestClaudeCode
+// and TestCodex passes, "was condensed" included — what the real codecs
+// must achieve.
+func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
+	t.Run("claude", func(t *testing.T) {
+		bin := agents.Require(t, agents.Claude)
+		e := newE2E(t, "messages", claudeWindow, withTamper(standIn("messages")))
+		e.check(e.run(func() agents.Result {
+			return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
+				Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Prompt: "Read the files.",
+			}))
+		}))
+	})
+	t.Run("codex", func(t *testing.T) {
+		bin := agents.Require(t, agents.Codex)
+		e := newE2E(t, "responses", codexWindow, withTamper(standIn("responses")))
+		e.check(e.run(func() agents.Result {
+			return agents.Run(agentContext(t), agents.CodexCommand(agents.CodexOptions{
+				Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(), Prompt: "Print the files.",
+			}))
+		}))
+	})
+}

@@ -1,0 +1,332 @@
+// Package app builds condense-proxy's whole stack from a *config.Config,
+// in the one place that serve, the offline condense command and the test
+// harness all use, so that tests exercise the wiring users run.
+//
+// New reads the config and makes, in order: the cache (memory, or memory
+// in front of Redis) and the originals' store; the model registry and the
+// token counter; the wire formats' codecs; the caller scoper (HMAC under
+// scope_secret); the LLM summarizer (the registry tells it which models
+// are reasoning models); the condensing engine; the metrics; the live page
+// when enabled; and the proxy handler. Options override what tests need to
+// replace (the upstream, its transport, the summarizer, the cache, the
+// counter, the live page) and nothing else: every other setting comes from
+// the Config.
+//
+// An App is not a server: Server returns the *http.Server to run it with
+// (its timeouts set), and Close drains background work and closes the
+// cache.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/responses"
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/config"
+	"github.com/condense-proxy/condense-proxy/llm"
+	"github.com/condense-proxy/condense-proxy/proxy"
+	"github.com/condense-proxy/condense-proxy/selective"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/ui"
+)
+
+// Server timeouts. A client has ReadHeaderTimeout to send its request
+// line and headers (a connection that trickles them is closed), and a
+// keep-alive connection idle for IdleTimeout is closed. Neither bounds a
+// request body or a response: a large upload or a long stream of a
+// reasoning model is not cut.
+const (
+	ReadHeaderTimeout = 30 * time.Second
+	IdleTimeout       = 2 * time.Minute
+)
+
+// Store is what the stack needs of a cache: what the engine reads and
+// writes, a reachability check for /readyz and counts for /metrics.
+// Package cache's stores satisfy it.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, bool)
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration)
+	Ping(ctx context.Context) error
+	Stats() cache.Stats
+}
+
+// Options replace parts of the stack, for tests and the offline command.
+// Zero values: everything from the Config.
+type Options struct {
+	// Logger receives the stack's logs. Nil: discarded.
+	Logger *slog.Logger
+	// Upstream replaces cfg.Upstream (a test's fake).
+	Upstream *url.URL
+	// Transport sends requests upstream, the proxy's and the summarizer's.
+	// Nil: proxy.NewTransport with cfg's timeouts.
+	Transport http.RoundTripper
+	// Summarizer replaces the LLM summarizer when cfg.Condense.Summarizer
+	// is "llm".
+	Summarizer condense.Summarizer
+	// Cache replaces the store built from cfg (memory or Redis); it keeps
+	// the originals too. Close does not close it.
+	Cache Store
+	// Counter replaces the token counter (a test sharing one between
+	// stacks); cfg.MaxRequestMessages then does not apply.
+	Counter *tokenizer.Counter
+	// Recorder and UI replace the live page cfg.UI would build (a test's
+	// own page); either set means no page is built.
+	Recorder proxy.Recorder
+	UI       http.Handler
+}
+
+// App is the assembled stack. Its fields are read-only once New returns.
+type App struct {
+	Config   *config.Config
+	Log      *slog.Logger
+	Upstream *url.URL
+	Registry *config.Registry
+	Counter  *tokenizer.Counter
+	Codecs   proxy.Codecs
+	Scoper   *proxy.Scoper
+	// Cache keeps summaries, digests and the engine's memory of
+	// conversations; Originals keeps what condensing replaced (its own
+	// memory budget without Redis, the same store with it).
+	Cache     Store
+	Originals condense.Cache
+	Engine    *condense.Engine
+	Metrics   *proxy.Metrics
+	// Page is the live page; nil when cfg.UI.Enabled is false or Options
+	// gave a Recorder or UI.
+	Page *ui.UI
+	// Handler is the proxy: every route, the live page's included.
+	Handler *proxy.Proxy
+
+	closeCache func()
+}
+
+// New builds the stack for cfg, which must be valid (config.Load
+// validates). It connects to nothing but Redis, and reports Redis
+// unreachable at start as a warning, not an error: requests are then
+// served with cache misses until it answers.
+func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Log: o.Logger, closeCache: func() {}}
+	if a.Log == nil {
+		a.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a.Upstream = o.Upstream
+	if a.Upstream == nil {
+		u, err := url.Parse(cfg.Upstream)
+		if err != nil {
+			return nil, fmt.Errorf("upstream: %w", err)
+		}
+		a.Upstream = u
+	}
+	if err := a.buildCache(ctx, o); err != nil {
+		return nil, err
+	}
+
+	a.Registry = config.NewRegistry(cfg, func(model string) {
+		a.Log.Warn("unknown model; using the default context window", "model", model, "window", cfg.DefaultContextWindow)
+	})
+	a.Counter = o.Counter
+	if a.Counter == nil {
+		a.Counter = tokenizer.New(tokenizer.Options{MaxMessages: cfg.MaxRequestMessages})
+	}
+	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter)}
+
+	if cfg.ScopeSecret == "" {
+		a.Log.Warn("scope_secret is not set: a random one is used, so caller scopes (cached summaries, originals, the live page's conversations) change on restart and differ between replicas; set CONDENSE_SCOPE_SECRET")
+	}
+	a.Scoper = proxy.NewScoper([]byte(cfg.ScopeSecret), cfg.ScopeHeaders)
+
+	transport := o.Transport
+	if transport == nil {
+		transport = proxy.NewTransport(proxy.TransportOptions{
+			ConnectTimeout: cfg.UpstreamConnectTimeout,
+			HeaderTimeout:  cfg.UpstreamHeaderTimeout,
+		})
+	}
+	a.Metrics = proxy.NewMetrics(func() proxy.CacheStats {
+		s := a.Cache.Stats()
+		return proxy.CacheStats{Hits: s.Hits, Misses: s.Misses, Errors: s.Errors}
+	})
+	engine, err := a.buildEngine(o, transport)
+	if err != nil {
+		a.closeCache()
+		return nil, err
+	}
+	a.Engine = engine
+
+	popts := proxy.Options{
+		Upstream:             a.Upstream,
+		Condenser:            a.Engine,
+		Codecs:               a.Codecs,
+		DefaultMode:          cfg.Condense.Mode,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		MaxDecompressedBytes: cfg.MaxDecompressedBytes,
+		MaxInflight:          cfg.MaxInflightCondense,
+		Transport:            transport,
+		Originals:            a.Engine,
+		Cache:                a.Cache,
+		CacheDegraded:        func() bool { return a.Cache.Stats().Degraded },
+		Metrics:              a.Metrics,
+		Logger:               a.Log,
+		AuthKeys:             cfg.Auth.Keys,
+		Scoper:               a.Scoper,
+		Recorder:             o.Recorder,
+		UI:                   o.UI,
+	}
+	// The live page (/ui): off, nothing about a request is kept.
+	if cfg.UI.Enabled && o.Recorder == nil && o.UI == nil {
+		a.Page = ui.New(ui.Options{
+			MaxConversations:           cfg.UI.MaxConversations,
+			MaxRequestsPerConversation: cfg.UI.MaxRequestsPerConversation,
+			AuthKeys:                   cfg.Auth.Keys,
+			AdminKeys:                  cfg.UI.Keys,
+			Scope:                      a.Scoper.Scope,
+		})
+		popts.Recorder, popts.UI = a.Page, a.Page
+	}
+	a.Handler = proxy.New(popts)
+	return a, nil
+}
+
+// buildCache makes the cache and the originals' store: without Redis two
+// memory stores, each with its own budget (cache_max_bytes,
+// originals_max_bytes), so large originals never push summaries out; with
+// Redis one store, memory in front of Redis, for both.
+func (a *App) buildCache(ctx context.Context, o Options) error {
+	cfg := a.Config
+	switch {
+	case o.Cache != nil:
+		a.Cache = o.Cache
+		a.Originals = o.Cache
+	case cfg.RedisURL == "":
+		a.Cache = cache.NewMemory(cfg.CacheMaxBytes)
+		a.Originals = cache.NewMemory(cfg.OriginalsMaxBytes)
+	default:
+		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, Logger: a.Log})
+		if err != nil {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := r.Ping(pctx); err != nil {
+			a.Log.Warn("redis not reachable at start; serving with cache misses until it is", "err", err)
+		}
+		layered := &cache.Layered{Mem: cache.NewMemory(cfg.CacheMaxBytes), Redis: r, MemoryTTL: 10 * time.Minute}
+		a.Cache, a.Originals = layered, layered
+		a.closeCache = func() { r.Close() }
+	}
+	return nil
+}
+
+// buildEngine makes the summarizer and the condensing engine.
+func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Engine, error) {
+	cfg := a.Config
+	prompt := ""
+	if cfg.Condense.PromptFile != "" {
+		b, err := os.ReadFile(cfg.Condense.PromptFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading condense.prompt_file: %w", err)
+		}
+		prompt = string(b)
+	}
+	var sum condense.Summarizer
+	if cfg.Condense.Summarizer == "llm" || cfg.Selective.Summarizer == "llm" {
+		sum = o.Summarizer
+		if sum == nil {
+			reg := a.Registry
+			hc := &http.Client{Transport: transport}
+			sum = &llm.Summarizer{
+				Client:    &llm.Client{BaseURL: a.Upstream, HTTP: hc},
+				Responses: &llm.ResponsesClient{BaseURL: a.Upstream, HTTP: hc},
+				API:       cfg.Condense.SummaryAPI,
+				Reasoning: func(model string) bool { return reg.Lookup(model).Reasoning },
+			}
+		}
+	}
+	reg := a.Registry
+	models := condense.ModelsFunc(func(model string) condense.ModelLimits {
+		mi := reg.Lookup(model)
+		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor}
+	})
+	return condense.New(condense.Deps{
+		Counter:    a.Counter,
+		Codec:      a.Codecs.Chat,
+		Originals:  a.Originals,
+		Models:     models,
+		Cache:      a.Cache,
+		Summarizer: sum,
+		Observer:   a.Metrics,
+		Logger:     a.Log,
+	}, condense.Options{
+		Target:              cfg.Condense.Target,
+		PrepareThreshold:    cfg.Condense.PrepareThreshold,
+		MaxMessages:         cfg.Condense.MaxMessages,
+		KeepRecentTurns:     cfg.Condense.KeepRecentTurns,
+		ChunkTokens:         cfg.Condense.ChunkTokens,
+		SummaryBudgetTokens: cfg.Condense.SummaryBudgetTokens,
+		Summarizer:          cfg.Condense.Summarizer,
+		SummaryModel:        cfg.Condense.SummaryModel,
+		SummaryTimeout:      cfg.Condense.SummaryTimeout,
+		MaxWait:             cfg.Condense.MaxWait,
+		Prompt:              prompt,
+		OriginalsTTL:        cfg.Condense.OriginalsTTL,
+		SelectiveEnabled:    cfg.Selective.Enabled,
+		Selective: selective.Options{
+			KeepRecentToolOutputs: keepRecent(cfg.Selective.KeepRecentToolOutputs),
+			MinToolOutputTokens:   cfg.Selective.MinToolOutputTokens,
+			ExcludeTools:          cfg.Selective.ExcludeTools,
+			ClearToolInputs:       cfg.Selective.ClearToolInputs,
+		},
+		MinSavingsTokens:    cfg.Selective.MinSavingsTokens,
+		SelectiveSummarizer: cfg.Selective.Summarizer,
+	}), nil
+}
+
+// keepRecent maps the config's 0 (protect nothing) to selective's -1.
+func keepRecent(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// Server returns the HTTP server for the stack: its handler, the
+// timeouts above, errors to the logger, and the live page's event streams
+// closed on Shutdown (they would hold it).
+func (a *App) Server() *http.Server {
+	srv := &http.Server{
+		Handler:           a.Handler,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(a.Log.Handler(), slog.LevelWarn),
+	}
+	if a.Page != nil {
+		srv.RegisterOnShutdown(a.Page.Close)
+	}
+	return srv
+}
+
+// Close waits for background summaries (until ctx ends), then closes the
+// live page's streams and the cache New opened.
+func (a *App) Close(ctx context.Context) error {
+	err := a.Engine.Close(ctx)
+	if a.Page != nil {
+		a.Page.Close()
+	}
+	a.closeCache()
+	if err != nil {
+		return fmt.Errorf("background summaries cut short: %w", err)
+	}
+	return nil
+}

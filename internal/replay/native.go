@@ -1,0 +1,424 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+// Wire formats a native replay speaks.
+const (
+	FormatMessages  = "messages"  // Anthropic Messages, POST /v1/messages?beta=true
+	FormatResponses = "responses" // OpenAI Responses, POST /v1/responses
+)
+
+// NativeSession is a session in a native wire format
+// (corpus.MessagesSession, corpus.ResponsesSession): request k is the
+// body the agent sends at its k-th turn.
+type NativeSession interface {
+	Turns() int
+	Request(k int) ([]byte, error)
+}
+
+// Upstream is the fakes behind the proxy in a native replay. The fake of
+// the replay's format is required; Chat, if set, is where summarizer calls
+// in chat form go (they are counted with the native fake's).
+type Upstream struct {
+	Chat      *fakeupstream.Server
+	Messages  *fakeupstream.Messages
+	Responses *fakeupstream.Responses
+}
+
+// nativeFake is what a replay needs of a Messages or Responses fake.
+type nativeFake interface {
+	Take(key, v string) []fakeupstream.Received
+	TakeSummaries() []fakeupstream.Received
+}
+
+// RunNative replays s, a session in format (FormatMessages or
+// FormatResponses), through the proxy turn by turn, with the measurements
+// of Run: rejected requests, the largest forwarded request (counted as the
+// fake counts: fakeupstream.CountMessages or CountResponses), head and last
+// item verbatim, prefix stability over the messages (items), latencies,
+// facts. The head is system and the first message (Messages), or the
+// leading developer items and the first item after them (Responses).
+//
+// For Messages it also posts the same body to
+// /v1/messages/count_tokens?beta=true through the proxy and records the
+// answer next to the forwarded count (Request.CountTokens, Result.CountTokensOff).
+//
+// name names the session in the result; up.Messages or up.Responses must
+// be the upstream behind the proxy.
+func RunNative(ctx context.Context, name, format string, s NativeSession, up Upstream, counter *tokenizer.Counter, o Options) (*Result, error) {
+	if o.Every <= 0 {
+		o.Every = 1
+	}
+	if o.Client == nil {
+		o.Client = http.DefaultClient
+	}
+	var fake nativeFake
+	var count func([]byte) int
+	var list func(body []byte) []gjson.Result
+	var head func(body []byte) []string
+	path := ""
+	switch format {
+	case FormatMessages:
+		if up.Messages == nil {
+			return nil, fmt.Errorf("replay: no Messages fake")
+		}
+		fake, path = up.Messages, "/v1/messages?beta=true"
+		count = func(b []byte) int { return fakeupstream.CountMessages(counter, up.Messages.Signer, b) }
+		list = func(b []byte) []gjson.Result { return gjson.GetBytes(b, "messages").Array() }
+		head = func(b []byte) []string {
+			return []string{gjson.GetBytes(b, "system").Raw, gjson.GetBytes(b, "messages.0").Raw}
+		}
+	case FormatResponses:
+		if up.Responses == nil {
+			return nil, fmt.Errorf("replay: no Responses fake")
+		}
+		fake, path = up.Responses, "/v1/responses"
+		count = func(b []byte) int { return fakeupstream.CountResponses(counter, up.Responses.Signer, b) }
+		list = func(b []byte) []gjson.Result { return gjson.GetBytes(b, "input").Array() }
+		head = func(b []byte) []string {
+			var h []string
+			for _, it := range list(b) {
+				h = append(h, it.Raw)
+				if it.Get("role").String() != "developer" && it.Get("role").String() != "system" {
+					break
+				}
+			}
+			return append(h, gjson.GetBytes(b, "instructions").Raw)
+		}
+	default:
+		return nil, fmt.Errorf("replay: unknown format %q", format)
+	}
+	if up.Chat != nil {
+		up.Chat.TakeSummaries()
+	}
+	fake.TakeSummaries()
+	res := &Result{Session: name, Mode: o.Mode, Format: format}
+	runID := fmt.Sprintf("%p-%d", res, time.Now().UnixNano())
+	turns := s.Turns()
+	if turns == 0 {
+		return nil, fmt.Errorf("replay: session %s has no request", name)
+	}
+	if full, err := s.Request(turns - 1); err == nil {
+		res.ContentTokens = count(full)
+	}
+	var prevFwd []string
+	var prevOutside string
+	for i := 0; i < turns; i++ {
+		if i%o.Every != 0 && i != turns-1 {
+			continue
+		}
+		body, err := s.Request(i)
+		if err != nil {
+			return nil, err
+		}
+		if o.Before != nil {
+			o.Before(i)
+		}
+		reqID := fmt.Sprintf("%s-%d", runID, i)
+		t0 := time.Now()
+		resp, err := o.post(ctx, format, path, body, reqID)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		sent := list(body)
+		rq := Request{Messages: len(sent), Status: resp.StatusCode, Latency: time.Since(t0), PrefixKept: -1,
+			Applied: resp.Header.Get("X-Condense-Applied"), Degraded: resp.Header.Get("X-Condense-Degraded"),
+			Cache: resp.Header.Get("X-Condense-Cache")}
+		rq.TokensSent, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-Before"))
+		rq.TokensFwd, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-After"))
+		if resp.StatusCode != http.StatusOK {
+			res.Rejected++
+		}
+		var fwd []byte
+		for _, g := range fake.Take(requestHeader, reqID) {
+			if !fakeupstream.IsSummaryRequest(g.Body) {
+				fwd = g.Body
+			}
+		}
+		if fwd == nil {
+			return nil, fmt.Errorf("request %d never reached the upstream (status %d)", i, resp.StatusCode)
+		}
+		if !gjson.ValidBytes(fwd) {
+			return nil, fmt.Errorf("request %d: forwarded body is not JSON", i)
+		}
+		rq.FwdCounted = count(fwd)
+		res.MaxForwarded = max(res.MaxForwarded, rq.FwdCounted)
+		res.SentTokens += rq.TokensSent
+		res.ForwardedTokens += rq.TokensFwd
+		out := list(fwd)
+		hs, hf := head(body), head(fwd)
+		rq.HeadVerbatim = len(hs) == len(hf)
+		for j := range hs {
+			rq.HeadVerbatim = rq.HeadVerbatim && hs[j] == hf[j]
+		}
+		rq.LastVerbatim = len(out) > 0 && len(sent) > 0 && out[len(out)-1].Raw == sent[len(sent)-1].Raw
+		if format == FormatMessages {
+			n, err := o.countTokens(ctx, body, reqID+"-count")
+			if err != nil {
+				return nil, fmt.Errorf("request %d: count_tokens: %w", i, err)
+			}
+			fake.Take(requestHeader, reqID+"-count")
+			rq.CountTokens = n
+			res.CountTokensChecked++
+			if n != rq.FwdCounted {
+				res.CountTokensOff++
+			}
+			if rq.FwdCounted > 0 {
+				d := float64(n-rq.FwdCounted) / float64(rq.FwdCounted)
+				if d < 0 {
+					d = -d
+				}
+				res.CountTokensMaxDiff = max(res.CountTokensMaxDiff, d)
+			}
+		}
+		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts) > 0 {
+			res.facts(rq.Applied, o.Facts, norm(strings.Join(nativeTexts(body), "\n")), norm(strings.Join(nativeTexts(fwd), "\n")))
+		}
+		cur := make([]string, len(out))
+		for j, m := range out {
+			cur[j] = m.Raw
+			if format == FormatMessages {
+				cur[j] = withoutCacheControl(m)
+			}
+		}
+		arrKey := "messages"
+		if format == FormatResponses {
+			arrKey = "input"
+		}
+		arr := gjson.GetBytes(fwd, arrKey)
+		outside := string(fwd[:arr.Index]) + "\x00" + string(fwd[arr.Index+len(arr.Raw):])
+		if prevFwd != nil {
+			rq.PrefixKept = prefixShare(prevFwd, cur)
+			if outside == prevOutside {
+				rq.CachedTokens = cachedByBytes(prevFwd, cur, len(outside), rq.FwdCounted)
+			}
+		}
+		prevFwd, prevOutside = cur, outside
+		res.Requests = append(res.Requests, rq)
+	}
+	if o.Drain != nil {
+		o.Drain()
+	}
+	var sums [][]byte
+	var answers []string
+	if up.Chat != nil {
+		sums, answers = up.Chat.TakeSummaryCalls()
+	}
+	for _, r := range fake.TakeSummaries() {
+		sums = append(sums, r.Body)
+		if r.Answer != "" {
+			answers = append(answers, r.Answer)
+		}
+	}
+	for _, a := range answers {
+		res.SummarizerTokensOut += counter.Text(tokenizer.O200kBase, a)
+	}
+	for _, b := range sums {
+		res.SummarizerCalls++
+		if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+			res.SummarizerTokensIn += rc.Total
+		} else {
+			res.SummarizerTokensIn += count(b)
+		}
+	}
+	res.finish()
+	return res, nil
+}
+
+// cachedByBytes estimates the tokens of a forwarded request (forwarded in
+// all) that repeat the previous one as prefix: the parts outside the items
+// (the caller checked they are identical) and the identical leading items,
+// in proportion to their bytes.
+func cachedByBytes(prev, cur []string, outside, forwarded int) int {
+	total, same := outside, outside
+	lead := true
+	for i, m := range cur {
+		total += len(m)
+		if lead && i < len(prev) && prev[i] == m {
+			same += len(m)
+		} else {
+			lead = false
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return int(float64(forwarded) * float64(same) / float64(total))
+}
+
+// post sends one replayed request in the format's shape (Claude Code's or
+// Codex's headers).
+func (o Options) post(ctx context.Context, format, path string, body []byte, reqID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.ProxyURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if format == FormatMessages {
+		req.Header.Set("x-api-key", o.APIKey)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,prompt-caching-scope-2026-01-05")
+		req.Header.Set("x-app", "cli")
+	} else {
+		req.Header.Set("Authorization", "Bearer "+o.APIKey)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("originator", "codex_exec")
+	}
+	req.Header.Set(requestHeader, reqID)
+	if o.Mode != "" {
+		req.Header.Set("X-Condense-Mode", o.Mode)
+	}
+	return o.Client.Do(req)
+}
+
+// countTokens asks /v1/messages/count_tokens for body.
+func (o Options) countTokens(ctx context.Context, body []byte, reqID string) (int, error) {
+	// count_tokens takes no stream or max_tokens; Claude Code sends the
+	// same model, messages, system and tools.
+	resp, err := o.post(ctx, FormatMessages, "/v1/messages/count_tokens?beta=true", body, reqID)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	var v struct {
+		InputTokens *int `json:"input_tokens"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil || v.InputTokens == nil {
+		return 0, fmt.Errorf("answer %s", b)
+	}
+	return *v.InputTokens, nil
+}
+
+// withoutCacheControl returns a message without its cache_control
+// markers, and with a content of one text block written as a string:
+// Claude Code moves its marker to the newest message every turn (a string
+// content becoming a block to carry it), and neither is part of what the
+// prompt cache compares.
+func withoutCacheControl(m gjson.Result) string {
+	raw := m.Raw
+	content := m.Get("content")
+	if content.IsArray() {
+		if bs := content.Array(); len(bs) == 1 && bs[0].Get("type").String() == "text" {
+			if n := len(bs[0].Map()); n == 2 || (n == 3 && bs[0].Get("cache_control").Exists()) {
+				s, _ := sjson.Set(raw, "content", bs[0].Get("text").String())
+				return s
+			}
+		}
+	}
+	if !strings.Contains(raw, `"cache_control"`) {
+		return raw
+	}
+	content.ForEach(func(k, b gjson.Result) bool {
+		if b.Get("cache_control").Exists() {
+			raw, _ = sjson.Delete(raw, "content."+k.String()+".cache_control")
+		}
+		b.Get("content").ForEach(func(kk, inner gjson.Result) bool {
+			if inner.Get("cache_control").Exists() {
+				raw, _ = sjson.Delete(raw, "content."+k.String()+".content."+kk.String()+".cache_control")
+			}
+			return true
+		})
+		return true
+	})
+	return raw
+}
+
+// nativeTexts is every string of a native body's messages or input items
+// but opaque values (signatures, encrypted content, ids), for fact
+// look-ups.
+func nativeTexts(body []byte) []string {
+	var out []string
+	var walk func(k string, v gjson.Result)
+	walk = func(k string, v gjson.Result) {
+		switch {
+		case v.IsObject() || v.IsArray():
+			v.ForEach(func(kk, vv gjson.Result) bool { walk(kk.String(), vv); return true })
+		case v.Type == gjson.String:
+			switch k {
+			case "signature", "data", "encrypted_content", "id", "call_id", "tool_use_id", "type", "role":
+				return
+			}
+			out = append(out, v.String())
+		}
+	}
+	root := gjson.ParseBytes(body)
+	walk("", root.Get("messages"))
+	walk("", root.Get("input"))
+	return out
+}
+
+type corpusFact = corpus.Fact
+
+// facts checks the planted facts present in what was sent against what
+// was forwarded.
+func (res *Result) facts(applied string, facts []corpusFact, sentText, fwdText string) {
+	for _, f := range facts {
+		ft := norm(f.Text)
+		if !strings.Contains(sentText, ft) {
+			continue
+		}
+		if res.FactsByApplied == nil {
+			res.FactsByApplied = map[string][2]int{}
+		}
+		by := res.FactsByApplied[applied]
+		res.FactsSeen++
+		by[0]++
+		if strings.Contains(fwdText, ft) {
+			res.FactsKept++
+			by[1]++
+		} else if len(res.Lost) < 10 {
+			res.Lost = append(res.Lost, applied+" "+f.Kind+": "+f.Text)
+		}
+		res.FactsByApplied[applied] = by
+	}
+}
+
+// finish computes the aggregate measurements from the requests.
+func (res *Result) finish() {
+	var lat []time.Duration
+	sum, cnt := 0.0, 0
+	for _, r := range res.Requests {
+		lat = append(lat, r.Latency)
+		if r.PrefixKept >= 0 {
+			sum += r.PrefixKept
+			cnt++
+		}
+	}
+	if cnt > 0 {
+		res.PrefixStability = sum / float64(cnt)
+	} else {
+		res.PrefixStability = 1
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		res.LatencyP50 = lat[len(lat)/2]
+		res.LatencyP99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+}
