@@ -16,13 +16,16 @@ type Pricing struct {
 	SummaryIn, SummaryOut float64
 }
 
-// Pricings are the two bills reported: Anthropic-style (cache reads at
-// 0.1, cache writes at 1.25 of the input price; output 5× input, as for
-// Claude Sonnet) and OpenAI-style (cached input at 0.5; output 4× input, as
-// for gpt-4o).
+// Pricings are the bills reported: Anthropic-style (cache reads at 0.1,
+// cache writes at 1.25 of the input price; output 5× input, as for Claude
+// Sonnet), OpenAI-style (cached input at 0.5; output 4× input, as for
+// gpt-4o), and Anthropic-style with condense.summary_model naming a small
+// model (a third of the main model's prices, as Claude Haiku is of
+// Sonnet's).
 var Pricings = []Pricing{
 	{Name: "anthropic", Cached: 0.1, Fresh: 1.25, SummaryIn: 1, SummaryOut: 5},
 	{Name: "openai", Cached: 0.5, Fresh: 1, SummaryIn: 1, SummaryOut: 4},
+	{Name: "anthropic-small-summarizer", Cached: 0.1, Fresh: 1.25, SummaryIn: 1.0 / 3, SummaryOut: 5.0 / 3},
 }
 
 // minCachedPrefix is the shortest prefix providers cache (1024 tokens).
@@ -55,7 +58,7 @@ func billRows(rows []Row) {
 	}
 	for i := range rows {
 		r := &rows[i]
-		r.BillAnthropic, r.BillOpenAI = -1, -1
+		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer = -1, -1, -1
 		o, ok := off[r.Session]
 		if !ok {
 			continue
@@ -65,6 +68,9 @@ func billRows(rows []Row) {
 		}
 		if o.billOpenAI > 0 {
 			r.BillOpenAI = r.billOpenAI / o.billOpenAI
+		}
+		if o.billSmall > 0 {
+			r.BillSmallSummarizer = r.billSmall / o.billSmall
 		}
 	}
 }

@@ -99,13 +99,16 @@ type Row struct {
 	// cache serves (the prefix identical to the previous request, at least
 	// 1024 tokens), and the bill under each Pricing as a ratio to mode off
 	// on the same session (-1: no off row), summarizer included.
-	CachedShare   float64   `json:"cached_share"`
-	BillAnthropic float64   `json:"bill_anthropic"`
-	BillOpenAI    float64   `json:"bill_openai"`
-	BillSeries    []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
-	SummarizerOut int       `json:"summarizer_tokens_out"`
+	CachedShare   float64 `json:"cached_share"`
+	BillAnthropic float64 `json:"bill_anthropic"`
+	BillOpenAI    float64 `json:"bill_openai"`
+	// BillSmallSummarizer: Anthropic-style with the summarizer priced as
+	// a small summary_model (Pricings[2]).
+	BillSmallSummarizer float64   `json:"bill_small_summarizer"`
+	BillSeries          []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
+	SummarizerOut       int       `json:"summarizer_tokens_out"`
 
-	billAnthropic, billOpenAI float64 // absolute, for the ratios
+	billAnthropic, billOpenAI, billSmall float64 // absolute, for the ratios
 }
 
 // Report is the outcome of Run.
@@ -258,15 +261,19 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.BillSeries = append(row.BillSeries, bill)
 		row.billAnthropic += bill
 		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
+		row.billSmall += Pricings[2].requestBill(r.FwdCounted, r.CachedTokens)
 		cached += cachedPart(min(r.CachedTokens, r.FwdCounted))
 		fwd += r.FwdCounted
 	}
 	for i, p := range Pricings {
 		sum := p.SummaryIn*float64(res.SummarizerTokensIn) + p.SummaryOut*float64(res.SummarizerTokensOut)
-		if i == 0 {
+		switch i {
+		case 0:
 			row.billAnthropic += sum
-		} else {
+		case 1:
 			row.billOpenAI += sum
+		case 2:
+			row.billSmall += sum
 		}
 	}
 	if fwd > 0 {

@@ -104,6 +104,9 @@ func TestPromptCacheGate(t *testing.T) {
 		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.CachedShare <= 0) {
 			t.Errorf("%s: bill not measured (%+v)", row.Mode, row)
 		}
+		if row.SummarizerTokens > 0 && !(row.BillSmallSummarizer < row.BillAnthropic) {
+			t.Errorf("%s: a small summary model should cost less: %.3f vs %.3f", row.Mode, row.BillSmallSummarizer, row.BillAnthropic)
+		}
 	}
 	for _, s := range rep.Sessions() {
 		if svg := rep.BillSVG(s); !strings.Contains(svg, "polyline") {

@@ -236,10 +236,12 @@ cache serves: each request's longest prefix identical to the conversation's prev
 at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
 session (every request, plus the summarizer priced like the main model: its input at the input price, its
 output at the output price), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
-a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input).
+a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input); *small
+summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of the
+main model (as Claude Haiku is of Sonnet).
 
-| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | summarizer in / out |
-|---|---|---|---|---|---|---|---|
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | bill (small summarizer) | summarizer in / out |
+|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		bill := func(v float64) string {
@@ -248,8 +250,8 @@ a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %dk / %dk |\n", row.Session, row.Window/1000, row.Mode,
-			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), row.SummarizerTokens/1000, row.SummarizerOut/1000)
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %dk / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerOut/1000)
 	}
 	b.WriteString("\n## Charts\n\nFor each session: tokens per request as the agent sent them (grey) and as each mode forwarded them, with the window and the threshold; then the bill of each request in each mode.\n\n")
 	for _, s := range r.Sessions() {
