@@ -230,8 +230,11 @@ type Report struct {
 
 // Result is the body to forward and the report.
 type Result struct {
-	Body   []byte
-	Report Report
+	Body []byte
+	// Headers are added to the forwarded request (a codec's Finisher may
+	// need a beta header for what it set in the body).
+	Headers []view.Header
+	Report  Report
 }
 
 // Engine is safe for concurrent use. Close waits for background work.
@@ -532,6 +535,16 @@ func (e *Engine) Condense(ctx context.Context, req Request) (res Result, err err
 		r.Applied = AppliedNone
 		observe(mode, "unchanged", 0)
 		return res, nil
+	}
+	if f, ok := codec.(view.Finisher); ok {
+		body, headers, err := f.Finish(rq.in, out)
+		if err != nil {
+			r.Applied = AppliedNone
+			r.Reason += "; " + err.Error() + "; forwarded unchanged"
+			observe(mode, "failed", 0)
+			return res, nil
+		}
+		out, res.Headers = body, headers
 	}
 	res.Body = out
 	fwd = after

@@ -14,8 +14,12 @@ type Summarizer struct {
 	// Responses, if set, asks the summaries of requests whose API is
 	// "responses" (see API); nil: every summary goes through Client.
 	Responses *ResponsesClient
+	// Messages, if set, asks the summaries of requests whose API is
+	// "messages"; nil: they go through Client.
+	Messages *MessagesClient
 	// API is the API summaries are asked in: "auto" or "" (the wire
-	// format of the request being condensed), "chat" or "responses". An
+	// format of the request being condensed), "chat", "messages" or
+	// "responses". An
 	// API without a client here falls back to chat completions.
 	API string
 	// Reasoning reports whether a model is a reasoning model, asked with
@@ -36,6 +40,9 @@ func (s *Summarizer) Summarize(ctx context.Context, in condense.SummaryInput) (s
 	}
 	if api == "responses" && s.Responses != nil {
 		return s.Responses.Complete(ctx, call)
+	}
+	if api == "messages" && s.Messages != nil {
+		return s.Messages.Complete(ctx, call)
 	}
 	return s.Client.Complete(ctx, call)
 }

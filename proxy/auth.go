@@ -34,7 +34,7 @@ func requireKey(keys []string, ui bool) func(http.Handler) http.Handler {
 				}
 			}
 			info(r.Context()).note = "no accepted inbound key"
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "condense-proxy: missing or unknown API key")
+			writeError(w, r, http.StatusUnauthorized, "invalid_request_error", "condense-proxy: missing or unknown API key")
 		})
 	}
 }

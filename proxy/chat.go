@@ -30,10 +30,21 @@ const (
 // decoded and handed to the Condenser with the route's codec; what comes
 // back is forwarded.
 func (p *Proxy) condensing(route string, codec view.Codec) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { p.condense(w, r, route, codec) }
+	return func(w http.ResponseWriter, r *http.Request) { p.condense(w, r, route, codec, false) }
 }
 
-func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, codec view.Codec) {
+// counting returns the handler of a token-counting route (Messages'
+// count_tokens): the body goes through the same pipeline as on the
+// condensing route, without side effects (no summarizer call: summaries
+// come from the cache or are extractive; nothing written), and what would
+// be forwarded is sent to the upstream's count_tokens, so the count the
+// agent gets is the provider's count of what its next request will really
+// carry.
+func (p *Proxy) counting(route string, codec view.Codec) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { p.condense(w, r, route, codec, true) }
+}
+
+func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, codec view.Codec, countOnly bool) {
 	start := time.Now()
 	ri := info(r.Context())
 	ri.route = route
@@ -53,7 +64,7 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 		p.rp.ServeHTTP(w, r)
 		return
 	}
-	body, ok := p.prepare(w, r, codec)
+	body, ok := p.prepare(w, r, codec, countOnly)
 	p.inflight.release()
 	if ok {
 		p.forward(w, r, body, start)
@@ -63,14 +74,14 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 // prepare reads, decodes and condenses r's body, holding one of the
 // in-flight places. It returns the body to forward, or false when it
 // answered the request itself (413) or the client left.
-func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec) ([]byte, bool) {
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec, countOnly bool) ([]byte, bool) {
 	ri := info(r.Context())
 	raw, err := readBody(w, r, p.opts.MaxBodyBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			ri.note = fmt.Sprintf("body over max_body_bytes (%d)", p.opts.MaxBodyBytes)
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+			writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error",
 				fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes))
 			return nil, false
 		}
@@ -83,7 +94,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 	switch {
 	case errors.Is(err, errTooLarge):
 		ri.note = fmt.Sprintf("decoded body over max_decompressed_bytes (%d)", p.opts.MaxDecompressedBytes)
-		writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error",
+		writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error",
 			fmt.Sprintf("condense-proxy: decoded request body larger than %d bytes", p.opts.MaxDecompressedBytes))
 		return nil, false
 	case err != nil:
@@ -114,6 +125,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		Force:       force,
 		Scope:       ri.scope,
 		Credentials: p.opts.Scoper.Credentials(r.Header),
+		CountOnly:   countOnly,
 	})
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -123,7 +135,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		}
 		if errors.Is(err, view.ErrTooManyItems) {
 			ri.note = err.Error()
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request_error", "condense-proxy: "+err.Error())
+			writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error", "condense-proxy: "+err.Error())
 			return nil, false
 		}
 		ri.note = "condensing failed (" + err.Error() + "); forwarded unchanged"
@@ -145,9 +157,31 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		if rep.Cache != "" {
 			h.Set(HeaderCache, rep.Cache)
 		}
-		p.metrics.observeReport(rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.PrefixReused)
+		if !countOnly {
+			p.metrics.observeReport(rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.PrefixReused)
+		}
+	}
+	for _, hd := range res.Headers {
+		addListHeader(r.Header, hd.Name, hd.Value)
 	}
 	return res.Body, true
+}
+
+// addListHeader adds value to a comma-separated list header (anthropic-beta)
+// unless it is there already.
+func addListHeader(h http.Header, name, value string) {
+	for _, v := range h.Values(name) {
+		for _, e := range strings.Split(v, ",") {
+			if strings.TrimSpace(e) == value {
+				return
+			}
+		}
+	}
+	if cur := h.Get(name); cur != "" && len(h.Values(name)) == 1 {
+		h.Set(name, cur+","+value)
+		return
+	}
+	h.Add(name, value)
 }
 
 // forward sends body upstream in place of r's.

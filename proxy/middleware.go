@@ -128,7 +128,7 @@ func recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				slog.Error("handler panic", "panic", v, "path", r.URL.Path)
-				writeError(w, http.StatusInternalServerError, "server_error", "condense-proxy: internal error")
+				writeError(w, r, http.StatusInternalServerError, "server_error", "condense-proxy: internal error")
 			}
 		}()
 		next.ServeHTTP(w, r)

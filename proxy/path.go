@@ -20,7 +20,7 @@ func refuseDotSegments(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasDotSegment(r.URL) {
 			info(r.Context()).note = "request path has a dot segment"
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "condense-proxy: request path must not contain . or .. segments")
+			writeError(w, r, http.StatusBadRequest, "invalid_request_error", "condense-proxy: request path must not contain . or .. segments")
 			return
 		}
 		next.ServeHTTP(w, r)

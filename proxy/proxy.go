@@ -31,6 +31,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -113,6 +114,7 @@ type Options struct {
 type Codecs struct {
 	Chat      view.Codec // POST /v1/chat/completions, /chat/completions
 	Responses view.Codec // POST /v1/responses, /responses
+	Messages  view.Codec // POST /v1/messages, /messages and their count_tokens
 }
 
 // Proxy is the HTTP handler. Safe for concurrent use.
@@ -200,6 +202,9 @@ func New(o Options) *Proxy {
 	if o.Codecs.Responses == nil {
 		o.Codecs.Responses = responses.New(tokenizer.New(tokenizer.Options{}))
 	}
+	if o.Codecs.Messages == nil {
+		o.Codecs.Messages = messages.New(tokenizer.New(tokenizer.Options{}))
+	}
 	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics, inflight: newSlots(o.MaxInflight)}
 	upstream := o.Upstream
 	p.rp = &httputil.ReverseProxy{
@@ -244,6 +249,12 @@ func New(o Options) *Proxy {
 	responsesRoute := p.condensing("responses", o.Codecs.Responses)
 	r.Post("/v1/responses", responsesRoute)
 	r.Post("/responses", responsesRoute)
+	messagesRoute := p.condensing("messages", o.Codecs.Messages)
+	r.Post("/v1/messages", messagesRoute)
+	r.Post("/messages", messagesRoute)
+	countRoute := p.counting("messages-count", o.Codecs.Messages)
+	r.Post("/v1/messages/count_tokens", countRoute)
+	r.Post("/messages/count_tokens", countRoute)
 	r.Get("/v1/condense/originals/{id}", p.originals)
 	if o.UI != nil {
 		r.Handle("/ui", o.UI)
@@ -265,12 +276,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) originals(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	if p.opts.Originals == nil {
-		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals store")
+		writeError(w, r, http.StatusNotFound, "not_found", "condense-proxy: no originals store")
 		return
 	}
 	v, ok := p.opts.Originals.Originals(r.Context(), p.opts.Scoper.Scope(r.Header), id)
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "condense-proxy: no originals under that id for this caller (expired, or another key)")
+		writeError(w, r, http.StatusNotFound, "not_found", "condense-proxy: no originals under that id for this caller (expired, or another key)")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -34,7 +35,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	summarizer := fs.String("summarizer", "extractive", "extractive | llm")
 	upstream := fs.String("upstream", "https://api.openai.com", "upstream for the llm summarizer")
 	apiKey := fs.String("api-key", "", "key for the llm summarizer (default: $OPENAI_API_KEY)")
-	format := fs.String("format", "auto", "auto | chat | responses: the request's wire format (auto: responses when the body has an input array and no messages)")
+	format := fs.String("format", "auto", "auto | chat | messages | responses: the request's wire format (auto: responses when the body has an input array and no messages; messages when it has a top-level system or Anthropic content blocks)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads a chat-completions or Responses request body, writes the condensed body to stdout and the report to stderr.\n\n%s", fs.FlagUsages())
 	}
@@ -64,8 +65,8 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if *format == "auto" {
 		*format = detectFormat(body)
 	}
-	if *format != "chat" && *format != "responses" {
-		return fmt.Errorf("condense: --format %q is not auto, chat or responses", *format)
+	if *format != "chat" && *format != "responses" && *format != "messages" {
+		return fmt.Errorf("condense: --format %q is not auto, chat, messages or responses", *format)
 	}
 	cfg := config.Defaults()
 	cfg.Upstream = *upstream
@@ -106,7 +107,10 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer a.Close(context.WithoutCancel(ctx))
 	codec := a.Codecs.Chat
-	if *format == "responses" {
+	switch *format {
+	case "messages":
+		codec = a.Codecs.Messages
+	case "responses":
 		codec = a.Codecs.Responses
 	}
 	res, err := a.Engine.Condense(ctx, condense.Request{Body: body, Codec: codec, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
@@ -127,11 +131,22 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 }
 
 // detectFormat names the wire format of a request body: responses when it
-// has an input array and no messages, chat otherwise.
+// has an input array and no messages; messages when it has a top-level
+// system (chat puts it in a message) or a block only Anthropic's format
+// has (tool_use, tool_result, thinking); chat otherwise.
 func detectFormat(body []byte) string {
 	obj, ok := tokenizer.ScanObject(body, "input")
-	if _, msgs := obj.Get("messages"); ok && obj.Array[1] > 0 && !msgs {
+	_, msgs := obj.Get("messages")
+	if ok && obj.Array[1] > 0 && !msgs {
 		return "responses"
+	}
+	if _, sys := obj.Get("system"); sys {
+		return "messages"
+	}
+	if anthropicBlocks.Match(body) {
+		return "messages"
 	}
 	return "chat"
 }
+
+var anthropicBlocks = regexp.MustCompile(`"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"`)

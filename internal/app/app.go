@@ -29,6 +29,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
@@ -140,7 +141,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if a.Counter == nil {
 		a.Counter = tokenizer.New(tokenizer.Options{MaxMessages: cfg.MaxRequestMessages})
 	}
-	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter)}
+	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter), Messages: messages.New(a.Counter)}
 
 	if cfg.ScopeSecret == "" {
 		a.Log.Warn("scope_secret is not set: a random one is used, so caller scopes (cached summaries, originals, the live page's conversations) change on restart and differ between replicas; set CONDENSE_SCOPE_SECRET")
@@ -249,6 +250,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 			sum = &llm.Summarizer{
 				Client:    &llm.Client{BaseURL: a.Upstream, HTTP: hc},
 				Responses: &llm.ResponsesClient{BaseURL: a.Upstream, HTTP: hc},
+				Messages:  &llm.MessagesClient{BaseURL: a.Upstream, HTTP: hc},
 				API:       cfg.Condense.SummaryAPI,
 				Reasoning: func(model string) bool { return reg.Lookup(model).Reasoning },
 			}

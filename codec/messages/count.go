@@ -1,0 +1,141 @@
+package messages
+
+import (
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Token estimates of the Messages format. Claude's tokenizer is not
+// public: text is counted with the registry's encoding for the model and
+// the registry's safety factor (1.2 for Claude) covers the difference;
+// the fixed parts below follow Anthropic's documentation and stay on the
+// safe side (a request counted high is condensed a little early, never
+// rejected for being over the window).
+const (
+	// messageOverhead wraps one message (role and turn markers).
+	messageOverhead = 4
+	// blockOverhead wraps one content block.
+	blockOverhead = 2
+	// toolUseSystemPrompt is the system prompt Anthropic adds when tools
+	// are present (346 tokens for tool_choice auto on Claude 4 models,
+	// per the tool-use pricing table).
+	toolUseSystemPrompt = 346
+	// toolOverhead wraps one tool definition.
+	toolOverhead = 8
+	// imageTokens is a fixed image estimate: Anthropic charges about
+	// width×height/750, at most about 1,600 tokens once an image is
+	// scaled to its limit. The image bytes are never decoded.
+	imageTokens = 1600
+)
+
+// opaqueTokens counts an opaque blob (a redacted_thinking block's data, a
+// base64 document) as a quarter of its length: conservative and cheap
+// (never tokenized).
+func opaqueTokens(s string) int { return (len(s) + 3) / 4 }
+
+// countMessage counts one message: its blocks by their text (text,
+// thinking, tool inputs and results), opaque data by its length, images
+// at a fixed estimate; signatures, ids and cache markers as nothing.
+func (c *Codec) countMessage(enc, raw string) int {
+	g := gjson.Parse(raw)
+	if !g.IsObject() {
+		return messageOverhead + c.counter.Text(enc, raw)
+	}
+	return messageOverhead + c.content(enc, g.Get("content"))
+}
+
+// content counts a string or an array of blocks.
+func (c *Codec) content(enc string, v gjson.Result) int {
+	switch {
+	case v.Type == gjson.String:
+		return c.counter.Text(enc, v.Str)
+	case v.IsArray():
+		n := 0
+		v.ForEach(func(_, b gjson.Result) bool {
+			n += blockOverhead + c.block(enc, b)
+			return true
+		})
+		return n
+	case v.Type == gjson.Null || !v.Exists():
+		return 0
+	}
+	return c.counter.Text(enc, v.Raw)
+}
+
+// block counts one content block.
+func (c *Codec) block(enc string, b gjson.Result) int {
+	switch b.Get("type").Str {
+	case "text":
+		return c.counter.Text(enc, b.Get("text").String())
+	case "thinking":
+		return c.counter.Text(enc, b.Get("thinking").String())
+	case "redacted_thinking":
+		return opaqueTokens(b.Get("data").Str)
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		return c.counter.Text(enc, b.Get("name").String()) + c.counter.Text(enc, b.Get("input").Raw)
+	case "tool_result", "mcp_tool_result":
+		return c.content(enc, b.Get("content"))
+	case "image":
+		return imageTokens
+	case "document":
+		src := b.Get("source")
+		switch src.Get("type").Str {
+		case "text":
+			return c.counter.Text(enc, src.Get("data").String())
+		case "content":
+			return c.content(enc, src.Get("content"))
+		case "base64":
+			return opaqueTokens(src.Get("data").Str)
+		}
+		return c.counter.Text(enc, src.Raw)
+	}
+	return c.counter.Text(enc, b.Raw)
+}
+
+// countRest counts what is outside the messages: the system prompt, the
+// tools (with the tool-use system prompt they bring) and a structured
+// output schema. Other fields (thinking, metadata, max_tokens…) are
+// settings, not input.
+func (c *Codec) countRest(enc string, r *view.Request, obj *tokenizer.Object) int {
+	n := 0
+	if sp, ok := obj.Get("system"); ok {
+		raw := r.Span(sp[0], sp[1])
+		k, _ := c.counter.Cached(enc, "messages-system", raw, func() int { return c.content(enc, gjson.Parse(raw)) })
+		n += k
+	}
+	if sp, ok := obj.Get("tools"); ok {
+		raw := r.Span(sp[0], sp[1])
+		k, _ := c.counter.Cached(enc, "messages-tools", raw, func() int { return c.tools(enc, gjson.Parse(raw)) })
+		n += k
+	}
+	if sp, ok := obj.Get("output_config"); ok {
+		if f := gjson.Parse(r.Span(sp[0], sp[1])).Get("format"); f.IsObject() {
+			n += c.counter.Text(enc, f.Raw)
+		}
+	}
+	return n
+}
+
+// tools counts tool definitions: a client tool by its name, description
+// and input schema; server tools (web_search…) by their JSON.
+func (c *Codec) tools(enc string, tools gjson.Result) int {
+	if !tools.IsArray() {
+		return 0
+	}
+	n := 0
+	tools.ForEach(func(_, t gjson.Result) bool {
+		n += toolOverhead
+		if s := t.Get("input_schema"); s.Exists() {
+			n += c.counter.Text(enc, t.Get("name").String()) + c.counter.Text(enc, t.Get("description").String()) + c.counter.Text(enc, s.Raw)
+		} else {
+			n += c.counter.Text(enc, t.Raw)
+		}
+		return true
+	})
+	if n > 0 {
+		n += toolUseSystemPrompt
+	}
+	return n
+}

@@ -1,0 +1,137 @@
+// Package messages is the codec of Anthropic's Messages format
+// (POST /v1/messages), the only API Claude Code speaks.
+//
+// The conversation is the top-level "messages" array; "system", "tools",
+// "thinking", "metadata", "context_management", "output_config" and every
+// other field stay byte for byte as received. The engine sees:
+//   - the head: the first message when it is a user message (the task; for
+//     Claude Code also its system reminders);
+//   - steps: a user message alone, or an assistant message with the next
+//     user message when that one opens with the tool_result blocks
+//     answering its tool_use blocks (glued);
+//   - outputs: each tool_result block's content, which a digest may replace
+//     with a string (tool_use_id and is_error stay); a user message's own
+//     text, which only the shrinking of the newest steps may digest;
+//   - frozen: assistant messages carrying thinking, redacted_thinking or
+//     server tool blocks are never edited (dropped only with their step);
+//     an output carrying a cache_control marker or an image, document or
+//     search result is never digested (markers are never added, moved or
+//     removed by an edit).
+//
+// Summaries and markers are user messages with one text block.
+//
+// A Codec is safe for concurrent use.
+package messages
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Format is the codec's wire format name.
+const Format = "messages"
+
+// Codec reads and writes Messages requests.
+type Codec struct {
+	counter *tokenizer.Counter
+}
+
+var (
+	_ view.Codec    = (*Codec)(nil)
+	_ view.Finisher = (*Codec)(nil)
+)
+
+// New returns the Messages codec, counting with counter.
+func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
+
+// Format implements view.Codec.
+func (*Codec) Format() string { return Format }
+
+type tooMany struct{ error }
+
+func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
+
+// Scan implements view.Codec: one validating pass over the body finds the
+// top-level fields and the messages; each message is counted with the
+// per-item cache, the system prompt and the tools with it too.
+//
+// A body that is not a JSON object, has an escaped top-level key (it may
+// decode to one the scan looks for), or has no messages array is
+// view.ErrNotRequest.
+func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
+	obj, ok := tokenizer.ScanObject(body, "messages")
+	if !ok || obj.EscapedKey {
+		return nil, view.ErrNotRequest
+	}
+	in, found := obj.Get("messages")
+	if !found || obj.Array[1] == 0 || in != obj.Array {
+		return nil, view.ErrNotRequest
+	}
+	if err := c.counter.CheckItems(len(obj.Elements)); err != nil {
+		return nil, tooMany{err}
+	}
+	r := &view.Request{Body: body, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
+	if sp, ok := obj.Get("model"); ok {
+		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
+	}
+	enc := encodingFor(r.Model)
+	for i, sp := range obj.Elements {
+		raw := r.Span(sp[0], sp[1])
+		n, hit := c.counter.Cached(enc, "messages-message", raw, func() int { return c.countMessage(enc, raw) })
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
+		r.Total += n
+		if hit {
+			r.CacheHits++
+		}
+	}
+	r.Total += c.countRest(enc, r, &obj)
+	if len(r.Items) > 0 && isTask(r.Raw(0)) {
+		r.Head = 1
+	}
+	return r, nil
+}
+
+// isTask reports whether a message is a user message that answers no tool
+// call: the task the head keeps.
+func isTask(raw string) bool {
+	var sp [2][2]int
+	if !tokenizer.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser {
+		return false
+	}
+	if sp[1][1] == 0 {
+		return false
+	}
+	content := raw[sp[1][0]:sp[1][1]]
+	return !strings.HasPrefix(content, "[") || gjson.Get(content, "0.type").Str != "tool_result"
+}
+
+func strValue(raw string, sp [2]int) string {
+	if sp[1] == 0 {
+		return ""
+	}
+	return gjson.Parse(raw[sp[0]:sp[1]]).Str
+}
+
+// Note implements view.Codec: a user message with one text block.
+func (*Codec) Note(text string) []byte {
+	t, _ := json.Marshal(text)
+	b := make([]byte, 0, len(t)+64)
+	b = append(b, `{"role":"user","content":[{"type":"text","text":`...)
+	b = append(b, t...)
+	return append(b, "}]}"...)
+}
+
+// Splice implements view.Codec: the messages array is rewritten as the
+// kept messages and the inserted ones; every other byte of the body stays.
+func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	if r.Array[1] == 0 {
+		return nil, errors.New("messages: no messages array to splice")
+	}
+	return view.SpliceArray(r, r.Array, e), nil
+}

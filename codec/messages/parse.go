@@ -1,0 +1,273 @@
+package messages
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// block is one content block of a message, as Parse reads it: its span
+// relative to the message and the fields the rules need (the last
+// occurrence of a repeated key, as the API's decoder takes it).
+type block struct {
+	start, end int    // span in the message's raw JSON
+	typ        string // the block's type
+	fields     [len(blockKeys)][2]int
+}
+
+var blockKeys = [...]string{"type", "id", "name", "input", "tool_use_id", "content", "cache_control"}
+
+const (
+	bType = iota
+	bID
+	bName
+	bInput
+	bToolUseID
+	bContent
+	bCacheControl
+)
+
+// blocks returns the blocks of a message's content array (content is the
+// span of the content value in raw); ok is false when an element is not
+// an object.
+func blocks(raw string, content [2]int) ([]block, bool) {
+	arr := raw[content[0]:content[1]]
+	var out []block
+	for i := 0; ; i++ {
+		v := gjson.Get(arr, strconv.Itoa(i))
+		if !v.Exists() {
+			break
+		}
+		if !v.IsObject() || v.Index <= 0 {
+			return nil, false
+		}
+		b := block{start: content[0] + v.Index, end: content[0] + v.Index + len(v.Raw)}
+		if !tokenizer.FieldSpans(v.Raw, blockKeys[:], b.fields[:]) {
+			return nil, false
+		}
+		for k := range b.fields {
+			if b.fields[k][1] > 0 {
+				b.fields[k][0] += b.start
+				b.fields[k][1] += b.start
+			}
+		}
+		b.typ = strValue(raw, b.fields[bType])
+		out = append(out, b)
+	}
+	return out, true
+}
+
+// has reports whether the block has field k.
+func (b *block) has(k int) bool { return b.fields[k][1] > 0 }
+
+// value returns field k of the block as parsed JSON.
+func (b *block) value(raw string, k int) gjson.Result {
+	if !b.has(k) {
+		return gjson.Result{}
+	}
+	return gjson.Parse(raw[b.fields[k][0]:b.fields[k][1]])
+}
+
+// Block types by what the engine may do with them.
+var (
+	// frozenAssistant blocks make their message never edited: thinking is
+	// signed over its content (and, for some models, over everything
+	// before it); server tool calls come with their results in the same
+	// message.
+	frozenAssistant = map[string]bool{
+		"thinking": true, "redacted_thinking": true,
+		"server_tool_use": true, "web_search_tool_result": true, "web_fetch_tool_result": true,
+		"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
+		"text_editor_code_execution_tool_result": true, "mcp_tool_use": true, "mcp_tool_result": true,
+		"container_upload": true, "tool_search_tool_result": true,
+	}
+)
+
+// Parse implements view.Codec.
+//
+// Roles: user and assistant; any other is view.ErrInvalid (the API would
+// refuse the request). An assistant message's tool_use blocks are its
+// calls; a user message whose content opens with tool_result blocks
+// answers them and is glued to the assistant message before it. A
+// tool_result after another kind of block is view.ErrInvalid (the API
+// wants them first). The engine's step split checks the pairing itself.
+//
+// Outputs: each tool_result's content (a string or text blocks; one with a
+// cache_control marker, inside or on the block, or holding images,
+// documents or search results is frozen); the text of a user message that
+// answers nothing (Own). Assistant messages with thinking or server tool
+// blocks are frozen.
+func (c *Codec) Parse(r *view.Request) error {
+	var top [2][2]int
+	for i := range r.Items {
+		it := &r.Items[i]
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
+		raw := r.Raw(i)
+		if !tokenizer.FieldSpans(raw, []string{"role", "content"}, top[:]) {
+			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
+		}
+		role := strValue(raw, top[0])
+		content := top[1]
+		if content[1] == 0 {
+			return fmt.Errorf("%w: message %d has no content", view.ErrInvalid, i)
+		}
+		isArray := raw[content[0]] == '['
+		var bs []block
+		if isArray {
+			var ok bool
+			if bs, ok = blocks(raw, content); !ok {
+				return fmt.Errorf("%w: message %d has a content block that is not an object", view.ErrInvalid, i)
+			}
+		} else if raw[content[0]] != '"' {
+			return fmt.Errorf("%w: message %d content is neither a string nor blocks", view.ErrInvalid, i)
+		}
+		switch role {
+		case view.RoleAssistant:
+			it.Role = role
+			for _, b := range bs {
+				switch {
+				case b.typ == "tool_use":
+					id := b.value(raw, bID).Str
+					if id == "" {
+						return fmt.Errorf("%w: message %d has a tool_use without id", view.ErrInvalid, i)
+					}
+					it.Calls = append(it.Calls, view.Call{ID: id, Name: b.value(raw, bName).Str, Args: b.value(raw, bInput).Raw})
+				case frozenAssistant[b.typ]:
+					it.Frozen = true
+				}
+			}
+		case view.RoleUser:
+			it.Role = role
+			if err := c.parseUser(it, raw, content, bs, isArray, i); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%w: message %d has role %q", view.ErrInvalid, i, role)
+		}
+	}
+	if r.Head > 0 && len(r.Items[0].Answers) > 0 {
+		r.Head = 0
+	}
+	r.Parsed = true
+	return nil
+}
+
+// parseUser fills in a user message: the tool results it opens with, or
+// its own text.
+func (c *Codec) parseUser(it *view.Item, raw string, content [2]int, bs []block, isArray bool, i int) error {
+	front := true
+	for _, b := range bs {
+		if b.typ != "tool_result" {
+			front = false
+			continue
+		}
+		if !front {
+			return fmt.Errorf("%w: message %d has a tool_result after other blocks", view.ErrInvalid, i)
+		}
+		id := b.value(raw, bToolUseID).Str
+		if id == "" {
+			return fmt.Errorf("%w: message %d has a tool_result without tool_use_id", view.ErrInvalid, i)
+		}
+		out := view.Output{CallID: id, Start: it.Start + b.start, End: it.Start + b.end}
+		out.Tokens = outputTokens(it, b, raw)
+		if b.has(bContent) && !b.has(bCacheControl) && digestible(raw[b.fields[bContent][0]:b.fields[bContent][1]]) {
+			out.Value = [2]int{b.fields[bContent][0] - b.start, b.fields[bContent][1] - b.start}
+		} else {
+			out.Frozen = true
+		}
+		it.Answers = append(it.Answers, id)
+		it.Outputs = append(it.Outputs, out)
+	}
+	if len(it.Answers) > 0 {
+		it.Glue = true
+		return nil
+	}
+	// Its own text, which only the shrinking of the newest steps may
+	// digest (a tool result pasted into a user message).
+	own := view.Output{Start: it.Start, End: it.End, Value: content, Tokens: it.Tokens, Own: true}
+	if isArray && !digestible(raw[content[0]:content[1]]) {
+		own.Frozen = true
+	}
+	it.Outputs = []view.Output{own}
+	return nil
+}
+
+// outputTokens estimates a tool_result's share of its message: the
+// message's count in proportion to the block's length.
+func outputTokens(it *view.Item, b block, raw string) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	return int(int64(it.Tokens) * int64(b.end-b.start) / int64(len(raw)))
+}
+
+// digestible reports whether a content value (raw JSON) is text a digest
+// may replace: a string, or text blocks without cache_control markers (an
+// image, document or search result would be lost, a marker moved).
+func digestible(raw string) bool {
+	switch raw[0] {
+	case '"':
+		return true
+	case '[':
+		ok := true
+		gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
+			ok = p.Get("type").Str == "text" && !p.Get("cache_control").Exists()
+			return ok
+		})
+		return ok
+	}
+	return false
+}
+
+// Text implements view.Codec.
+func (c *Codec) Text(r *view.Request, i int) view.Text {
+	it := r.Items[i]
+	g := gjson.Parse(r.Raw(i))
+	t := view.Text{Role: it.Role, Calls: it.Calls}
+	content := g.Get("content")
+	if content.Type == gjson.String {
+		t.Text = content.Str
+		return t
+	}
+	var parts []string
+	content.ForEach(func(_, b gjson.Result) bool {
+		switch typ := b.Get("type").Str; typ {
+		case "text":
+			parts = append(parts, b.Get("text").String())
+		case "tool_result":
+			t.Results = append(t.Results, view.Result{CallID: b.Get("tool_use_id").Str, Text: resultText(b.Get("content"))})
+		case "tool_use", "thinking", "redacted_thinking":
+			// Calls are in t.Calls; thinking is the model's own scratch.
+		case "server_tool_use", "mcp_tool_use":
+			parts = append(parts, "["+typ+" "+b.Get("name").String()+" "+b.Get("input").Raw+"]")
+		default:
+			parts = append(parts, "["+typ+"]")
+		}
+		return true
+	})
+	t.Text = strings.Join(parts, "\n")
+	return t
+}
+
+// resultText is the text of a tool_result's content (text blocks joined;
+// other blocks named by their type).
+func resultText(v gjson.Result) string {
+	if !v.IsArray() {
+		return v.String()
+	}
+	var parts []string
+	v.ForEach(func(_, p gjson.Result) bool {
+		if p.Get("type").Str == "text" {
+			parts = append(parts, p.Get("text").String())
+		} else {
+			parts = append(parts, "["+p.Get("type").Str+"]")
+		}
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
