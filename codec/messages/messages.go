@@ -63,14 +63,16 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 //
 // A body that is not a JSON object, has an escaped top-level key (it may
 // decode to one the scan looks for), or has no messages array is
-// view.ErrNotRequest.
+// view.ErrNotRequest, as is an empty messages array.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
 	obj, ok := tokenizer.ScanObject(body, "messages")
 	if !ok || obj.EscapedKey {
 		return nil, view.ErrNotRequest
 	}
 	in, found := obj.Get("messages")
-	if !found || obj.Array[1] == 0 || in != obj.Array {
+	if !found || obj.Array[1] == 0 || in != obj.Array || len(obj.Elements) == 0 {
+		// No messages array, or an empty one (the API's own error
+		// answers it).
 		return nil, view.ErrNotRequest
 	}
 	if err := c.counter.CheckItems(len(obj.Elements)); err != nil {

@@ -127,34 +127,9 @@ func checkNative(t *testing.T, res *replay.Result, all bool) {
 
 var nativeModes = []string{"auto", "full", "selective", "truncate"}
 
-// skipUntilHandled skips the test while the proxy passes the format
-// through without X-Condense-* headers (its codec not landed yet), probed
-// with one small request; the test proves the codec the moment it lands.
-func skipUntilHandled(t *testing.T, format string, s replay.NativeSession) {
-	t.Helper()
-	st := harness.New(harness.Options{Window: nativeWindow, Summarizer: "extractive"})
-	defer st.Close()
-	up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: st.Counter}, Responses: &fakeupstream.Responses{Counter: st.Counter}}
-	st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
-	res, err := replay.RunNative(context.Background(), "probe", format, probe{s}, up, st.Counter, replay.Options{ProxyURL: st.Proxy.URL, APIKey: "sk-probe"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Requests[0].Applied == "" {
-		t.Skipf("the proxy passes /v1/%s through without X-Condense-* headers: its %s codec has not landed (probe: status %d, 0 rejected: %v)",
-			format, format, res.Requests[0].Status, res.Rejected == 0)
-	}
-}
-
-// probe is the first request of a session.
-type probe struct{ replay.NativeSession }
-
-func (probe) Turns() int { return 1 }
-
 // TestReplayNativeMessages replays the shared corpus's Claude Code sessions
 // in their native Messages form, thinking blocks and all, in every mode.
 func TestReplayNativeMessages(t *testing.T) {
-	probed := false
 	for _, f := range corpusFiles(t) {
 		if !strings.HasSuffix(f, ".jsonl") {
 			continue
@@ -162,10 +137,6 @@ func TestReplayNativeMessages(t *testing.T) {
 		s, err := corpus.LoadMessages(f)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if !probed {
-			skipUntilHandled(t, replay.FormatMessages, s)
-			probed = true
 		}
 		t.Run(s.Name, func(t *testing.T) {
 			for _, mode := range nativeModes {
@@ -178,17 +149,12 @@ func TestReplayNativeMessages(t *testing.T) {
 // TestReplayNativeResponses replays every shared-corpus session in
 // Responses form, in every mode.
 func TestReplayNativeResponses(t *testing.T) {
-	probed := false
 	for _, f := range corpusFiles(t) {
 		chat, err := corpus.Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := corpus.Responses(chat)
-		if !probed {
-			skipUntilHandled(t, replay.FormatResponses, s)
-			probed = true
-		}
 		t.Run(s.Name, func(t *testing.T) {
 			for _, mode := range nativeModes {
 				checkNative(t, nativeReplay(t, s.Name, replay.FormatResponses, capped(s), mode), everyTurn(capped(s), mode))
