@@ -873,6 +873,7 @@ func TestPrefixReuseMetrics(t *testing.T) {
 	if before == 0 {
 		t.Fatal("no token count on the first request")
 	}
+	h.waitLog(t, `"prefix_reused":-1`) // each line is written when its handler returns, in any order
 	logs := h.waitLog(t, fmt.Sprintf(`"prefix_reused":%d`, before))
 	if !strings.Contains(logs, fmt.Sprintf(`"prefix_reused":%d`, before)) || !strings.Contains(logs, `"prefix_reused":-1`) {
 		t.Errorf("log lines do not report the reused prefix (%d, then -1 for the first):\n%s", before, logs)
