@@ -40,10 +40,38 @@ func sizedResponses(size int) []byte {
 // httputil.ReverseProxy and through condense-proxy (warm count cache,
 // under threshold), alternating; the added median latency.
 func BenchmarkResponsesPassThroughOverhead(b *testing.B) {
+	benchFormatPassThrough(b, "/v1/responses", sizedResponses, `{"id":"resp_1","status":"completed","output":[]}`)
+}
+
+// BenchmarkMessagesPassThroughOverhead is the same for POST /v1/messages
+// with a Claude Code-like body.
+func BenchmarkMessagesPassThroughOverhead(b *testing.B) {
+	benchFormatPassThrough(b, "/v1/messages", sizedMessages, `{"id":"msg_1","type":"message","role":"assistant","content":[]}`)
+}
+
+// sizedMessages is a Claude Code-like Messages body of about size bytes:
+// a signed-looking thinking block, a Read call and its result per turn.
+func sizedMessages(size int) []byte {
+	msgs := []string{`{"role":"user","content":[{"type":"text","text":"Fix the test."}]}`}
+	n := 0
+	for i := 0; n < size; i++ {
+		out, _ := json.Marshal(strings.Repeat(fmt.Sprintf("line %d of a tool output: ok\n", i), 40))
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"thinking","thinking":"Read f%d.","signature":"%s"},{"type":"tool_use","id":"toolu_%d","name":"Read","input":{"file_path":"f%d"}}]}`, i, strings.Repeat("QUJD", 100), i, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":%s}]}`, i, out))
+		n += len(out) + 600
+	}
+	return []byte(`{"model":"claude-sonnet-4-5","max_tokens":32000,"system":[{"type":"text","text":"You are Claude Code."}],"messages":[` + strings.Join(msgs, ",") + `],"stream":true}`)
+}
+
+// benchFormatPassThrough sends bodies of 10 KB, 100 KB and 1 MB to path
+// through a bare httputil.ReverseProxy and through condense-proxy (warm
+// count cache, under threshold), alternating; the added median latency.
+func benchFormatPassThrough(b *testing.B, path string, sized func(int) []byte, answer string) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"resp_1","status":"completed","output":[]}`)
+		io.WriteString(w, answer)
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
@@ -59,7 +87,7 @@ func BenchmarkResponsesPassThroughOverhead(b *testing.B) {
 	client := &http.Client{Transport: NewTransport(TransportOptions{})}
 	send := func(base string, body []byte) time.Duration {
 		t0 := time.Now()
-		resp, err := client.Post(base+"/v1/responses", "application/json", bytes.NewReader(body))
+		resp, err := client.Post(base+path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -74,7 +102,7 @@ func BenchmarkResponsesPassThroughOverhead(b *testing.B) {
 		return time.Since(t0)
 	}
 	for _, size := range []int{10 << 10, 100 << 10, 1 << 20} {
-		body := sizedResponses(size)
+		body := sized(size)
 		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
 			send(ours.URL, body) // warm the count cache
 			var tb, to []time.Duration

@@ -50,7 +50,7 @@ func claudeSession(seed int64, turns int, thinking bool) []string {
 		msgs = append(msgs, mustJSON(map[string]any{"role": "assistant", "content": blocks}))
 		var out strings.Builder
 		for l := 0; l < 80+rng.Intn(120); l++ {
-			fmt.Fprintf(&out, "%4d\tfunc f%d_%d(x int) int { return x*%d + %d } // line of file %d\n", l+1, i, l, rng.Intn(100), rng.Intn(1000), i)
+			fmt.Fprintf(&out, "%4d\t\tv%d_%d := compute(x*%d, %d) // line of file %d\n", l+1, i, l, rng.Intn(100), rng.Intn(1000), i)
 		}
 		if i%7 == 3 {
 			out.WriteString("store_test.go:42: got 3 want 4\nFAIL\n")
@@ -258,7 +258,7 @@ func TestTextOfAStep(t *testing.T) {
 		t.Errorf("assistant text %+v", a)
 	}
 	u := c.Text(r, 2)
-	if len(u.Results) != 1 || !strings.Contains(u.Results[0].Text, "func f0_0") {
+	if len(u.Results) != 1 || !strings.Contains(u.Results[0].Text, "v0_0 := compute") {
 		t.Errorf("user text %+v", u)
 	}
 }
