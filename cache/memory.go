@@ -16,6 +16,7 @@ type Memory struct {
 	maxBytes int64
 	now      func() time.Time
 
+	addMu sync.Mutex // serializes Add (Get then Set)
 	mu    sync.Mutex
 	bytes int64
 	ll    *list.List // front: most recently used
@@ -77,6 +78,19 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	for m.bytes > m.maxBytes {
 		m.removeLocked(m.ll.Back())
 	}
+}
+
+// Add stores value under key unless the key holds a live value, and
+// returns the value held afterwards (the first writer's). ok is always
+// true.
+func (m *Memory) Add(ctx context.Context, key string, value []byte, ttl time.Duration) (stored []byte, ok bool) {
+	m.addMu.Lock()
+	defer m.addMu.Unlock()
+	if v, ok := m.Get(ctx, key); ok {
+		return v, true
+	}
+	m.Set(ctx, key, value, ttl)
+	return value, true
 }
 
 // Delete removes key.

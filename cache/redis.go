@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,15 +14,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a store on a Redis server. Errors never reach the caller: a
-// failed Get is a miss, a failed Set or Delete is dropped, and both are
-// counted in Stats().Errors. While the server is unreachable, commands are
-// not sent at all (so a dead server costs requests no time) except one
-// probe per ProbeInterval.
+// Redis is a store on a Redis server or a Redis Cluster. Errors never
+// reach the caller: a failed Get is a miss, a failed Set or Delete is
+// dropped, and both are counted in Stats().Errors. A small circuit
+// breaker: after FailThreshold consecutive failures the server is taken
+// for down, and commands are not sent at all (so a dead server costs
+// requests no time) except one probe per ProbeInterval; one slow command
+// alone marks nothing. Each transition is logged once.
+//
+// Every operation touches one key, so on a cluster each lives in one
+// slot; lock keys are their name's own key.
 type Redis struct {
-	client *redis.Client
-	log    *slog.Logger
-	down   atomic.Bool
+	client    redis.UniversalClient
+	log       *slog.Logger
+	down      atomic.Bool
+	failures  atomic.Int32 // consecutive failures
+	threshold int32
 	// nextProbe (unix nanoseconds) is when, while down, the next command
 	// may try the server; until then commands fail at once without waiting
 	// on the network.
@@ -54,8 +63,14 @@ func (r *Redis) skip() bool {
 
 // RedisOptions configures NewRedis. Zero durations pick the defaults.
 type RedisOptions struct {
-	// URL is a redis:// or rediss:// URL.
+	// URL is a redis:// or rediss:// URL of one server.
 	URL string
+	// ClusterURL, when set instead, is a Redis Cluster in go-redis's form:
+	// redis://host1:port1?addr=host2:port2&addr=host3:port3.
+	ClusterURL string
+	// FailThreshold is how many consecutive failed commands take the
+	// server for down. Default 3.
+	FailThreshold int
 	// Timeout bounds each command (dial, read and write). Default 500ms.
 	Timeout time.Duration
 	// Logger receives the down/up state changes. Nil: slog.Default().
@@ -78,25 +93,39 @@ var silenceRedis sync.Once
 // URL cannot be parsed. Use Ping to check reachability.
 func NewRedis(o RedisOptions) (*Redis, error) {
 	silenceRedis.Do(func() { redis.SetLogger(quietRedisLog{}) })
-	opt, err := redis.ParseURL(o.URL)
-	if err != nil {
-		return nil, fmt.Errorf("parsing redis URL: %w", err)
-	}
 	if o.Timeout <= 0 {
 		o.Timeout = 500 * time.Millisecond
 	}
-	opt.DialTimeout = o.Timeout
-	opt.ReadTimeout = o.Timeout
-	opt.WriteTimeout = o.Timeout
-	opt.MaxRetries = -1 // no retries: a miss is cheaper than waiting
-	opt.ContextTimeoutEnabled = true
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.ProbeInterval <= 0 {
 		o.ProbeInterval = time.Second
 	}
-	return &Redis{client: redis.NewClient(opt), log: o.Logger, probeInterval: o.ProbeInterval}, nil
+	if o.FailThreshold <= 0 {
+		o.FailThreshold = 3
+	}
+	var client redis.UniversalClient
+	if o.ClusterURL != "" {
+		opt, err := redis.ParseClusterURL(o.ClusterURL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
+		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+		opt.MaxRetries = -1 // no retries: a miss is cheaper than waiting
+		opt.ContextTimeoutEnabled = true
+		client = redis.NewClusterClient(opt)
+	} else {
+		opt, err := redis.ParseURL(o.URL)
+		if err != nil {
+			return nil, fmt.Errorf("parsing redis URL: %w", err)
+		}
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
+		opt.MaxRetries = -1
+		opt.ContextTimeoutEnabled = true
+		client = redis.NewClient(opt)
+	}
+	return &Redis{client: client, log: o.Logger, probeInterval: o.ProbeInterval, threshold: int32(o.FailThreshold)}, nil
 }
 
 // Close closes the connection pool.
@@ -105,6 +134,7 @@ func (r *Redis) Close() error { return r.client.Close() }
 // observe records the outcome of a command and logs changes of state.
 func (r *Redis) observe(err error) {
 	if err == nil || errors.Is(err, redis.Nil) {
+		r.failures.Store(0)
 		if r.down.CompareAndSwap(true, false) {
 			r.log.Info("redis reachable again; cache restored")
 		}
@@ -114,11 +144,49 @@ func (r *Redis) observe(err error) {
 		return // the caller left; says nothing about Redis
 	}
 	r.errors.Add(1)
+	if r.down.Load() {
+		// A failed probe: wait for the next one.
+		r.nextProbe.Store(time.Now().UnixNano() + int64(r.probeInterval))
+		return
+	}
+	if r.failures.Add(1) < r.threshold {
+		return // one slow or failed command marks nothing
+	}
 	r.nextProbe.Store(time.Now().UnixNano() + int64(r.probeInterval))
 	if r.down.CompareAndSwap(false, true) {
-		r.log.Warn("redis unavailable; cache degraded to misses until it returns", "err", err)
+		r.log.Warn("redis unavailable; cache degraded to misses until it returns", "err", err, "consecutive_failures", r.failures.Load())
 	}
 }
+
+// Add stores value under key unless the key holds a value already (SET
+// NX), and returns the value the key holds afterwards: the first writer's,
+// so every replica builds on the same text. ok is false when Redis could
+// not answer (the caller keeps its own value).
+func (r *Redis) Add(ctx context.Context, key string, value []byte, ttl time.Duration) (stored []byte, ok bool) {
+	if ttl < 0 {
+		ttl = 0
+	}
+	if r.skip() {
+		return nil, false
+	}
+	set, err := r.client.SetNX(ctx, Prefix+key, value, ttl).Result()
+	r.observe(err)
+	if err != nil {
+		return nil, false
+	}
+	if set {
+		return value, true
+	}
+	v, err := r.client.Get(ctx, Prefix+key).Bytes()
+	r.observe(err)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// Down reports whether the server is currently taken for down.
+func (r *Redis) Down() bool { return r.down.Load() }
 
 // Get returns the value under key, or a miss when absent or on error.
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, bool) {
@@ -152,15 +220,22 @@ func (r *Redis) Delete(ctx context.Context, key string) {
 	r.observe(r.client.Del(ctx, Prefix+key).Err())
 }
 
-// Lock takes a short lock named key (SET NX with ttl). It reports false
-// when another holder has it; when Redis is down it reports true, so work
-// goes on without coordination. release frees the lock if still held.
+// Lock takes the lock named key (SET NX with a random owner token and a
+// lease of ttl). It reports false when another holder has it; when Redis
+// is down it reports true, so work goes on without coordination. While
+// held, the lease is renewed every ttl/3 (only while the token is still
+// ours), so a long call keeps its lock and a holder that dies frees it
+// within one lease. release stops the renewal and frees the lock if it is
+// still ours.
 func (r *Redis) Lock(ctx context.Context, key string, ttl time.Duration) (release func(), ok bool) {
 	if r.skip() {
 		return func() {}, true
 	}
-	token := fmt.Sprintf("%d", time.Now().UnixNano())
-	got, err := r.client.SetNX(ctx, Prefix+"lock:"+key, token, ttl).Result()
+	var tb [16]byte
+	rand.Read(tb[:])
+	token := hex.EncodeToString(tb[:])
+	name := Prefix + "lock:" + key
+	got, err := r.client.SetNX(ctx, name, token, ttl).Result()
 	r.observe(err)
 	if err != nil {
 		return func() {}, true
@@ -168,14 +243,45 @@ func (r *Redis) Lock(ctx context.Context, key string, ttl time.Duration) (releas
 	if !got {
 		return func() {}, false
 	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(max(ttl/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				cctx, cancel := context.WithTimeout(context.Background(), ttl/3+time.Second)
+				n, err := renewScript.Run(cctx, r.client, []string{name}, token, ttl.Milliseconds()).Int()
+				cancel()
+				r.observe(err)
+				if err == nil && n == 0 {
+					return // lost: another holder took it after a lapse
+				}
+			}
+		}
+	}()
+	var once sync.Once
 	return func() {
-		// Delete only our own token: compare-and-delete in one script.
-		const script = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		r.observe(r.client.Eval(ctx, script, []string{Prefix + "lock:" + key}, token).Err())
+		once.Do(func() {
+			close(stop)
+			<-done
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+			r.observe(releaseScript.Run(ctx, r.client, []string{name}, token).Err())
+		})
 	}, true
 }
+
+// The lock's scripts compare the owner token first (a lease that lapsed
+// and was taken by another holder is not touched).
+var (
+	renewScript   = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
+	releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
+)
 
 // Ping checks that the server answers. It always asks the server, so it
 // also serves as the recovery probe.

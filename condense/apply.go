@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -363,12 +364,24 @@ func (e *Engine) prepare(rq *job) {
 		e.preparing.Delete(key)
 		return
 	}
+	// Across replicas: the conversation is being prepared while the
+	// shared lock is held (renewed while the work runs).
+	unlock := func() {}
+	if l, ok := e.cache.(Locker); ok {
+		release, got := l.Lock(context.Background(), "prepare:"+key, e.opts.SummaryTimeout+5*time.Second)
+		if !got {
+			<-e.prepareSem
+			e.preparing.Delete(key)
+			return
+		}
+		unlock = release
+	}
 	// Detached from the request: the agent does not wait for this, and it
 	// must finish even if this request's client leaves.
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		defer func() { <-e.prepareSem; e.preparing.Delete(key) }()
+		defer func() { unlock(); <-e.prepareSem; e.preparing.Delete(key) }()
 		ctx := context.Background()
 		b := e.budgets(rq)
 		// Prepare every chunk outside the recent turns: the request that

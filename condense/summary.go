@@ -147,8 +147,7 @@ func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInpu
 			return "", err
 		}
 		s = decorate(s)
-		e.setCache(cctx, key, []byte(s))
-		return s, nil
+		return e.addCache(cctx, key, s), nil
 	})
 	rq.calls++
 	return v, err
@@ -231,6 +230,26 @@ func (e *Engine) setCache(ctx context.Context, key string, v []byte) {
 	if e.cache != nil {
 		e.cache.Set(context.WithoutCancel(ctx), key, v, e.opts.OriginalsTTL)
 	}
+}
+
+// Adder is an optional capability of the cache: set-if-absent across
+// replicas, returning the value the key holds afterwards.
+type Adder interface {
+	Add(ctx context.Context, key string, value []byte, ttl time.Duration) (stored []byte, ok bool)
+}
+
+// addCache stores a summarizer's text under key unless a replica stored
+// one first, and returns the text to use: the first one written, so every
+// replica builds the same summaries (and cache keys) on it.
+func (e *Engine) addCache(ctx context.Context, key, s string) string {
+	if a, ok := e.cache.(Adder); ok {
+		if stored, ok := a.Add(context.WithoutCancel(ctx), key, []byte(s), e.opts.OriginalsTTL); ok {
+			return string(stored)
+		}
+		return s
+	}
+	e.setCache(ctx, key, []byte(s))
+	return s
 }
 
 // Locker is an optional capability of the cache: a short lock shared by

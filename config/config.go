@@ -42,6 +42,9 @@ type Config struct {
 	// RedisURL selects the Redis cache ("redis://host:port/db"). Empty: the
 	// in-memory cache only. Default "".
 	RedisURL string `mapstructure:"redis_url"`
+	// RedisClusterURL selects a Redis Cluster instead, in go-redis's form
+	// ("redis://host1:port1?addr=host2:port2&addr=host3:port3"). Default "".
+	RedisClusterURL string `mapstructure:"redis_cluster_url"`
 	// CacheMaxBytes bounds the in-memory cache (values plus keys). Default 256 MiB.
 	CacheMaxBytes int64 `mapstructure:"cache_max_bytes"`
 	// OriginalsMaxBytes bounds the in-memory store of condensed-away
@@ -199,6 +202,7 @@ var flagSpecs = []flagSpec{
 	{"listen", "listen", "address to listen on"},
 	{"upstream", "upstream", "upstream base URL (LiteLLM, a provider)"},
 	{"redis_url", "redis", "Redis URL (redis://host:port/db); empty: in-memory cache"},
+	{"redis_cluster_url", "redis-cluster", "Redis Cluster URL (redis://host1:port1?addr=host2:port2&addr=host3:port3), instead of redis_url"},
 	{"cache_max_bytes", "cache-max-bytes", "in-memory cache size in bytes"},
 	{"originals_max_bytes", "originals-max-bytes", "in-memory size of the condensed-away originals' store (without Redis)"},
 	{"max_body_bytes", "max-body-bytes", "largest chat request body accepted"},
@@ -296,6 +300,7 @@ func defaultsMap() map[string]any {
 		"listen":                             d.Listen,
 		"upstream":                           d.Upstream,
 		"redis_url":                          d.RedisURL,
+		"redis_cluster_url":                  d.RedisClusterURL,
 		"cache_max_bytes":                    d.CacheMaxBytes,
 		"originals_max_bytes":                d.OriginalsMaxBytes,
 		"max_inflight_condense":              d.MaxInflightCondense,
@@ -497,6 +502,14 @@ func (c *Config) Validate() error {
 	if c.RedisURL != "" {
 		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			bad("redis_url: %q is not a redis:// or rediss:// URL with a host", c.RedisURL)
+		}
+	}
+	if c.RedisClusterURL != "" {
+		if c.RedisURL != "" {
+			bad("redis_url and redis_cluster_url are both set; use one")
+		}
+		if u, err := url.Parse(c.RedisClusterURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			bad("redis_cluster_url: %q is not a redis:// or rediss:// URL with a host", c.RedisClusterURL)
 		}
 	}
 	if c.CacheMaxBytes <= 0 {

@@ -210,11 +210,11 @@ func (a *App) buildCache(ctx context.Context, o Options) error {
 	case o.Cache != nil:
 		a.Cache = o.Cache
 		a.Originals = o.Cache
-	case cfg.RedisURL == "":
+	case cfg.RedisURL == "" && cfg.RedisClusterURL == "":
 		a.Cache = cache.NewMemory(cfg.CacheMaxBytes)
 		a.Originals = cache.NewMemory(cfg.OriginalsMaxBytes)
 	default:
-		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, Logger: a.Log})
+		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, ClusterURL: cfg.RedisClusterURL, Logger: a.Log})
 		if err != nil {
 			return err
 		}
