@@ -20,7 +20,9 @@ func newRedis(t *testing.T, o RedisOptions) *Redis {
 	return r
 }
 
-func uniqueKey(t *testing.T) string { return fmt.Sprintf("test:%s:%d", t.Name(), time.Now().UnixNano()) }
+func uniqueKey(t *testing.T) string {
+	return fmt.Sprintf("test:%s:%d", t.Name(), time.Now().UnixNano())
+}
 
 // eventually polls cond (every 20 ms, at most 10 s): state, not timing.
 func eventually(t *testing.T, what string, cond func() bool) {
