@@ -45,7 +45,7 @@ func (l *lockedBuffer) String() string {
 
 // newApp builds an App for cfg (its defaults when nil) in front of
 // upstream, closed when the test ends.
-func newApp(t *testing.T, cfg *config.Config, upstream http.Handler, o app.Options) *app.App {
+func newApp(t testing.TB, cfg *config.Config, upstream http.Handler, o app.Options) *app.App {
 	t.Helper()
 	if cfg == nil {
 		d := config.Defaults()

@@ -60,7 +60,7 @@ type replica struct {
 	fake *fakeupstream.Server
 }
 
-func newReplica(t *testing.T, redisURL, clusterURL, secret string, sum condense.Summarizer) replica {
+func newReplica(t testing.TB, redisURL, clusterURL, secret string, sum condense.Summarizer) replica {
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.RedisURL, cfg.RedisClusterURL = redisURL, clusterURL
