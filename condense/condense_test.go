@@ -914,3 +914,28 @@ func TestNewestOutputDigestedLast(t *testing.T) {
 		t.Error("no older output digested")
 	}
 }
+
+// TestBackOffSharedByReplicas: a caller whose summaries fail on one
+// replica is backed off on another sharing the cache.
+func TestBackOffSharedByReplicas(t *testing.T) {
+	var calls atomic.Int32
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		calls.Add(1)
+		return "", errors.New("401 invalid key")
+	})
+	shared := cache.NewMemory(64 << 20)
+	mk := func() *Engine {
+		return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: shared, Summarizer: sum}, Options{ChunkTokens: 4000})
+	}
+	a, b := mk(), mk()
+	body := body(t, session(8, 120))
+	req := Request{Body: body, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}}
+	if res, _ := a.Condense(context.Background(), req); !strings.Contains(res.Report.Degraded, "summarizer failed") {
+		t.Fatalf("replica a: %+v", res.Report)
+	}
+	before := calls.Load()
+	res, _ := b.Condense(context.Background(), req)
+	if calls.Load() != before || !strings.Contains(res.Report.Degraded, "recently failing") {
+		t.Fatalf("replica b called the failing summarizer again: %d calls, %+v", calls.Load()-before, res.Report)
+	}
+}

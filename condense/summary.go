@@ -158,10 +158,15 @@ func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInpu
 // summaries.
 func backoffKey(scope, model string) string { return scope + "\x00" + model }
 
-// backOff stops summarizer calls for key for NegativeTTL.
+// backOff stops summarizer calls for key for NegativeTTL, on every replica
+// (the mark is in the cache too, under a hash of the key: it holds the
+// caller's scope).
 func (e *Engine) backOff(key string) {
 	now := timeNow()
 	e.downUntil.Store(key, now.Add(e.opts.NegativeTTL).UnixNano())
+	if e.cache != nil {
+		e.cache.Set(context.Background(), backoffCacheKey(key), []byte("1"), e.opts.NegativeTTL)
+	}
 	// Keep the map small: forget expired entries now and then.
 	if e.backoffSweep.Add(1)%256 == 0 {
 		e.downUntil.Range(func(k, v any) bool {
@@ -174,11 +179,21 @@ func (e *Engine) backOff(key string) {
 }
 
 // backingOff reports whether summarizer calls for this caller and model
-// are suspended after a failure.
+// are suspended after a failure here or on another replica.
 func (e *Engine) backingOff(rq *job, model string) bool {
-	v, ok := e.downUntil.Load(backoffKey(rq.req.Scope, model))
-	return ok && v.(int64) > timeNow().UnixNano()
+	key := backoffKey(rq.req.Scope, model)
+	if v, ok := e.downUntil.Load(key); ok && v.(int64) > timeNow().UnixNano() {
+		return true
+	}
+	if e.cache == nil {
+		return false
+	}
+	_, ok := e.cache.Get(context.Background(), backoffCacheKey(key))
+	return ok
 }
+
+// backoffCacheKey is the cache key of a back-off mark.
+func backoffCacheKey(key string) string { return "backoff:" + textHash(key) }
 
 // errNoSlot: every summarizer slot stayed busy for the whole timeout.
 // That is a wait, not a failure of the summarizer.
