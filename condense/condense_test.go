@@ -925,7 +925,7 @@ func TestBackOffSharedByReplicas(t *testing.T) {
 	})
 	shared := cache.NewMemory(64 << 20)
 	mk := func() *Engine {
-		return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: shared, Summarizer: sum}, Options{ChunkTokens: 4000})
+		return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: shared, Summarizer: sum}, Options{ChunkTokens: 4000, NegativeTTL: time.Hour})
 	}
 	a, b := mk(), mk()
 	body := body(t, session(8, 120))
