@@ -403,7 +403,7 @@ func TestBackOffIsPerCallerAndModel(t *testing.T) {
 		}
 		return "## Task and intent\n- summary " + textHash(in.Text), nil
 	})
-	e := newEngine(32000, sum, Options{ChunkTokens: 4000})
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000, NegativeTTL: time.Hour})
 	b := body(t, session(8, 120))
 	bad, _ := e.Condense(context.Background(), Request{Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
 	if !strings.Contains(bad.Report.Degraded, "summarizer failed") {
