@@ -66,39 +66,9 @@ func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
 		payload["max_tokens"] = call.MaxTokens
 		payload["temperature"] = 0
 	}
-	body, err := json.Marshal(payload)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "chat", "completions"), payload, call.Credentials, nil)
 	if err != nil {
-		return "", fmt.Errorf("encoding completion request: %w", err)
-	}
-	u := c.BaseURL.JoinPath("v1", "chat", "completions")
-	if strings.HasSuffix(strings.TrimSuffix(c.BaseURL.Path, "/"), "/v1") {
-		u = c.BaseURL.JoinPath("chat", "completions")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("building completion request: %w", err)
-	}
-	for k, vs := range call.Credentials {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("calling summarizer: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return "", fmt.Errorf("reading summarizer answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summarizer answered %d", resp.StatusCode)
+		return "", err
 	}
 	var out struct {
 		Choices []struct {
@@ -114,4 +84,50 @@ func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
 		return "", ErrEmpty
 	}
 	return strings.TrimSpace(out.Choices[0].Message.Content), nil
+}
+
+// endpoint is base's /v1/<path>, without doubling a base that ends in /v1.
+func endpoint(base *url.URL, path ...string) string {
+	if strings.HasSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") {
+		return base.JoinPath(path...).String()
+	}
+	return base.JoinPath(append([]string{"v1"}, path...)...).String()
+}
+
+// post sends payload as JSON to u with the caller's credentials (and the
+// extra headers), and returns the answer's body (at most maxAnswer bytes)
+// when the status is 200.
+func post(ctx context.Context, hc *http.Client, u string, payload any, creds, extra http.Header) ([]byte, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encoding summarizer request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building summarizer request: %w", err)
+	}
+	for _, h := range []http.Header{creds, extra} {
+		for k, vs := range h {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("calling summarizer: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("reading summarizer answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("summarizer answered %d", resp.StatusCode)
+	}
+	return data, nil
 }

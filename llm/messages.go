@@ -1,11 +1,9 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,43 +35,14 @@ func (c *MessagesClient) Complete(ctx context.Context, call Call) (string, error
 		"max_tokens": call.MaxTokens,
 		"stream":     false,
 	}
-	body, err := json.Marshal(req)
+	// anthropic-version is sent when the caller's headers carry none.
+	var extra http.Header
+	if call.Credentials.Get("Anthropic-Version") == "" {
+		extra = http.Header{"Anthropic-Version": {anthropicVersion}}
+	}
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "messages"), req, call.Credentials, extra)
 	if err != nil {
-		return "", fmt.Errorf("encoding messages request: %w", err)
-	}
-	u := c.BaseURL.JoinPath("v1", "messages")
-	if strings.HasSuffix(strings.TrimSuffix(c.BaseURL.Path, "/"), "/v1") {
-		u = c.BaseURL.JoinPath("messages")
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("building messages request: %w", err)
-	}
-	for k, vs := range call.Credentials {
-		for _, v := range vs {
-			hreq.Header.Add(k, v)
-		}
-	}
-	if hreq.Header.Get("Anthropic-Version") == "" {
-		hreq.Header.Set("Anthropic-Version", anthropicVersion)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Del("Accept-Encoding")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(hreq)
-	if err != nil {
-		return "", fmt.Errorf("calling summarizer: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return "", fmt.Errorf("reading summarizer answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summarizer answered %d", resp.StatusCode)
+		return "", err
 	}
 	var out struct {
 		Type  string `json:"type"`

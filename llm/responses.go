@@ -1,11 +1,9 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,39 +60,9 @@ func (c *ResponsesClient) Complete(ctx context.Context, call Call) (string, erro
 	} else {
 		req["temperature"] = 0
 	}
-	body, err := json.Marshal(req)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "responses"), req, call.Credentials, nil)
 	if err != nil {
-		return "", fmt.Errorf("encoding responses request: %w", err)
-	}
-	u := c.BaseURL.JoinPath("v1", "responses")
-	if strings.HasSuffix(strings.TrimSuffix(c.BaseURL.Path, "/"), "/v1") {
-		u = c.BaseURL.JoinPath("responses")
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("building responses request: %w", err)
-	}
-	for k, vs := range call.Credentials {
-		for _, v := range vs {
-			hreq.Header.Add(k, v)
-		}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(hreq)
-	if err != nil {
-		return "", fmt.Errorf("calling summarizer: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return "", fmt.Errorf("reading summarizer answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("summarizer answered %d", resp.StatusCode)
+		return "", err
 	}
 	var out struct {
 		Status string `json:"status"`
