@@ -464,14 +464,24 @@ func TestHealthReadyMetrics(t *testing.T) {
 		"/readyz":  `"ready":true`,
 		"/metrics": `condense_requests_total{route="chat",status="200"} 1`,
 	} {
-		resp, err := http.Get(h.proxy.URL + path)
-		if err != nil {
-			t.Fatal(err)
+		// The request counter is updated when the chat handler returns,
+		// which may be after the client has its answer: poll.
+		var body []byte
+		var status int
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			resp, err := http.Get(h.proxy.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			status = resp.StatusCode
+			if (status == 200 && strings.Contains(string(body), want)) || time.Now().After(deadline) {
+				break
+			}
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
-			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		if status != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %s", path, status, body)
 		}
 	}
 	if got := h.fake.Received(); len(got) != 1 {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -53,10 +54,6 @@ func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
 // Format implements view.Codec.
 func (*Codec) Format() string { return Format }
 
-type tooMany struct{ error }
-
-func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
-
 // Scan implements view.Codec: one validating pass over the body finds the
 // top-level fields and the messages; each message is counted with the
 // per-item cache, the system prompt and the tools with it too.
@@ -65,34 +62,12 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // decode to one the scan looks for), or has no messages array is
 // view.ErrNotRequest, as is an empty messages array.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
-	obj, ok := tokenizer.ScanObject(body, "messages")
-	if !ok || obj.EscapedKey {
-		return nil, view.ErrNotRequest
+	// An empty messages array: the API's own error answers it.
+	r, obj, enc, err := items.Scan(c.counter, body, "messages", "messages-message", false, encodingFor, c.countMessage)
+	if err != nil {
+		return nil, err
 	}
-	in, found := obj.Get("messages")
-	if !found || obj.Array[1] == 0 || in != obj.Array || len(obj.Elements) == 0 {
-		// No messages array, or an empty one (the API's own error
-		// answers it).
-		return nil, view.ErrNotRequest
-	}
-	if err := c.counter.CheckItems(len(obj.Elements)); err != nil {
-		return nil, tooMany{err}
-	}
-	r := &view.Request{Body: body, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
-	if sp, ok := obj.Get("model"); ok {
-		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
-	}
-	enc := encodingFor(r.Model)
-	for i, sp := range obj.Elements {
-		raw := r.Span(sp[0], sp[1])
-		n, hit := c.counter.Cached(enc, "messages-message", raw, func() int { return c.countMessage(enc, raw) })
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
-		r.Total += n
-		if hit {
-			r.CacheHits++
-		}
-	}
-	r.Total += c.countRest(enc, r, &obj)
+	r.Total += c.countRest(enc, r, obj)
 	if len(r.Items) > 0 && isTask(r.Raw(0)) {
 		r.Head = 1
 	}

@@ -29,10 +29,10 @@ package responses
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -53,10 +53,6 @@ func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
 // Format implements view.Codec.
 func (*Codec) Format() string { return Format }
 
-type tooMany struct{ error }
-
-func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
-
 // Scan implements view.Codec: one validating pass over the body finds the
 // top-level fields and the input items; each item is counted with the
 // per-item cache, the instructions and tools with it too.
@@ -65,36 +61,13 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // decode to one the scan looks for), or whose input is absent or a plain
 // string (a single turn: nothing to condense) is view.ErrNotRequest.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
-	obj, ok := tokenizer.ScanObject(body, "input")
-	if !ok || obj.EscapedKey {
-		return nil, view.ErrNotRequest
+	r, obj, enc, err := items.Scan(c.counter, body, "input", "responses-item", true, encodingFor, c.countItem)
+	if err != nil {
+		return nil, err
 	}
-	in, found := obj.Get("input")
-	if !found || obj.Array[1] == 0 || in != obj.Array {
-		// Absent, a string, or repeated with a non-array last: decoders
-		// take the last occurrence.
-		return nil, view.ErrNotRequest
-	}
-	if err := c.counter.CheckItems(len(obj.Elements)); err != nil {
-		return nil, tooMany{err}
-	}
-	r := &view.Request{Body: body, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
-	if sp, ok := obj.Get("model"); ok {
-		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
-	}
-	enc := encodingFor(r.Model)
-	for i, sp := range obj.Elements {
-		raw := r.Span(sp[0], sp[1])
-		n, hit := c.counter.Cached(enc, "responses-item", raw, func() int { return c.countItem(enc, raw) })
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
-		r.Total += n
-		if hit {
-			r.CacheHits++
-		}
-	}
-	r.Total += c.countRest(enc, r, &obj) + replyPriming
+	r.Total += c.countRest(enc, r, obj) + replyPriming
 	r.Head = head(r)
-	r.Untouchable = untouchable(r, &obj)
+	r.Untouchable = untouchable(r, obj)
 	return r, nil
 }
 

@@ -1,0 +1,56 @@
+// Package items is the scan the Messages and Responses codecs share: one
+// validating pass over a request body that finds its top-level fields and
+// the elements of its conversation array, and counts each element with the
+// counter's per-item cache.
+package items
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+type tooMany struct{ error }
+
+func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
+
+// Scan scans body for the array under key. A body that is not a JSON
+// object, has an escaped top-level key (it may decode to one the scan
+// looks for), or whose key is absent or not an array (decoders take a
+// repeated key's last occurrence) is view.ErrNotRequest, as is an empty
+// array when emptyOK is false; more elements than the counter allows is
+// view.ErrTooManyItems. Each element is counted by count (cached under
+// kind); the returned request's Total is the elements' sum, and enc is the
+// encoding encodingFor gave for its model.
+func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
+	count func(enc, raw string) int) (r *view.Request, obj *tokenizer.Object, enc string, err error) {
+	o, ok := tokenizer.ScanObject(body, key)
+	if !ok || o.EscapedKey {
+		return nil, nil, "", view.ErrNotRequest
+	}
+	sp, found := o.Get(key)
+	if !found || o.Array[1] == 0 || sp != o.Array || (!emptyOK && len(o.Elements) == 0) {
+		return nil, nil, "", view.ErrNotRequest
+	}
+	if err := c.CheckItems(len(o.Elements)); err != nil {
+		return nil, nil, "", tooMany{err}
+	}
+	r = &view.Request{Body: body, Items: make([]view.Item, len(o.Elements)), Array: o.Array}
+	if sp, ok := o.Get("model"); ok {
+		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
+	}
+	enc = encodingFor(r.Model)
+	for i, sp := range o.Elements {
+		raw := r.Span(sp[0], sp[1])
+		n, hit := c.Cached(enc, kind, raw, func() int { return count(enc, raw) })
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
+		r.Total += n
+		if hit {
+			r.CacheHits++
+		}
+	}
+	return r, &o, enc, nil
+}
