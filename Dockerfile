@@ -11,7 +11,9 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/condense-proxy /condense-proxy
 USER nonroot:nonroot
 EXPOSE 8080
-ENV CONDENSE_LISTEN=":8080"
+# Every interface of the container (the default, 127.0.0.1:8080, would be
+# unreachable through a published port).
+ENV CONDENSE_LISTEN="0.0.0.0:8080"
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["/condense-proxy", "health"]
 ENTRYPOINT ["/condense-proxy"]
 CMD ["serve"]

@@ -35,11 +35,9 @@ type Redis struct {
 	// on the network.
 	nextProbe     atomic.Int64
 	probeInterval time.Duration
+	opts          RedisOptions // as given, defaults filled in
 	counters
 }
-
-// errDown is what commands skipped while the server is down report.
-var errDown = errors.New("redis down; skipped until the next probe")
 
 // skip reports whether a command should not be sent: the server is down
 // and it is not yet time for one caller to probe it.
@@ -125,8 +123,11 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		opt.ContextTimeoutEnabled = true
 		client = redis.NewClient(opt)
 	}
-	return &Redis{client: client, log: o.Logger, probeInterval: o.ProbeInterval, threshold: int32(o.FailThreshold)}, nil
+	return &Redis{client: client, log: o.Logger, probeInterval: o.ProbeInterval, threshold: int32(o.FailThreshold), opts: o}, nil
 }
+
+// Options returns the options the store runs with, defaults filled in.
+func (r *Redis) Options() RedisOptions { return r.opts }
 
 // Close closes the connection pool.
 func (r *Redis) Close() error { return r.client.Close() }

@@ -1,27 +1,44 @@
-// Package condense decides whether a chat-completions request must be
-// condensed and condenses it.
+// Package condense decides whether a request must be condensed and
+// condenses it, planning every edit by the bill it produces.
 //
-// The proxy hands the Engine the raw request body. The Engine reads the
-// model name, counts the request's tokens (package tokenizer) against that
-// model's threshold, and, when the request is over it (or the caller forces
-// it), applies the requested strategy. It returns the body to forward —
-// the very same bytes when nothing was done — and a Report of what
-// happened. The Engine never turns a request it does not understand into a
-// different one: a body that is not valid JSON or has no messages array is
-// returned untouched.
+// The proxy hands the Engine the raw request body and the codec of its
+// wire format. A request travels through the stages below, one file each:
+//
+//	decide.go     scan (the codec) → count against the model's threshold →
+//	              off, observe (observe.go), an agent's own compaction
+//	              (compaction.go), defer (deferral.go) or a mode
+//	plan.go       the conversation's plan: the cost model (cost.go) chooses
+//	              how far cuts move and where the digest frontier stands,
+//	              each choice frozen per conversation (memo.go)
+//	selective.go  digests of old tool outputs, all the frontier passed, in
+//	              one edit
+//	fold.go       full mode: complete chunks folded into summaries, within
+//	              the summarizer call budget
+//	window.go     the sliding window: the newest steps, the cut remembered;
+//	              auto's summaries of what it omits (cutsummary.go)
+//	summarize.go  summaries: cached, shared by concurrent requests and
+//	              replicas (flight.go), LLM or extractive (extractive.go),
+//	              hierarchical
+//	prepare.go    summaries the next fold needs, written in the background
+//	bill.go       the request forwarded, priced against the provider's prompt
+//	              cache (prefix.go: each conversation's last request)
+//	report.go     what was replaced by what, for the headers, the log line,
+//	              the page and the originals (originals.go, memory.go)
+//
+// It returns the body to forward — the very same bytes when nothing was
+// done — and a Report of what happened. The Engine never turns a request
+// it does not understand into a different one: a body that is not a
+// request of its format is returned untouched.
 package condense
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -35,6 +52,9 @@ const (
 	ModeSelective = "selective"
 	ModeTruncate  = "truncate"
 	ModeOff       = "off"
+	// ModeObserve forwards every request as received and reports what
+	// auto would have forwarded (Report.Would*) and its bill.
+	ModeObserve = "observe"
 )
 
 // Applied values of a Report.
@@ -42,6 +62,8 @@ const (
 	AppliedNone     = "none"
 	AppliedFull     = "full"
 	AppliedTruncate = "truncate"
+	// AppliedObserve: forwarded as received in observe mode.
+	AppliedObserve = "observe"
 )
 
 // ModelLimits is what the Engine needs to know of a model.
@@ -50,6 +72,18 @@ type ModelLimits struct {
 	Threshold    float64 // fraction of Window that triggers condensing
 	Encoding     string  // tokenizer encoding
 	SafetyFactor float64 // >= 1; multiplies counts of non-OpenAI models
+	// CacheRead and CacheWrite are the prompt cache's read and write
+	// prices as multiples of the input price, CacheTTL how long the cache
+	// lives idle; zero: 0.1, 1.25 and 5 minutes (Anthropic's).
+	CacheRead, CacheWrite float64
+	CacheTTL              time.Duration
+	// MaxOutput is the room the answer needs (the model's output limit);
+	// a request is condensed at the latest when it would leave less than
+	// that of the window. 0: unknown.
+	MaxOutput int
+	// Family names the model's registry entry (a bounded label for
+	// metrics); "": unknown.
+	Family string
 }
 
 // Models resolves a model name to its limits.
@@ -129,6 +163,33 @@ type Options struct {
 	// default) or "llm" (the Summarizer digests each output once; the
 	// deterministic digest is the fallback).
 	SelectiveSummarizer string
+	// MaxSummarizerCalls bounds the summarizer calls one request (or one
+	// background preparation) may make; a plan that needs more makes
+	// none, and past the bound extractive summaries stand in. Default 16.
+	MaxSummarizerCalls int
+	// DigestInputBytes bounds the tool output an LLM digest is asked
+	// about (its middle is cut); DigestMaxTokens bounds the digest.
+	// Defaults 24000 and 600.
+	DigestInputBytes, DigestMaxTokens int
+	// Defer lets the planner forward a request over the threshold as
+	// received, before the conversation's first condensation, while
+	// condensing it would cost more than it saves over the requests
+	// expected to follow; at the hard limit (the window less the room the
+	// answer needs) condensing is forced. Default false.
+	Defer bool
+	// SelectiveEager digests old tool outputs from the first request on,
+	// in selective and auto modes, below the threshold too. Default false.
+	SelectiveEager bool
+	// RelevantTokens, with a Memory, puts the memory's steps most relevant
+	// to the conversation's focus beside its summaries (or its window
+	// marker), within this many tokens, made once per cut (memory.go).
+	// 0: none.
+	RelevantTokens int
+	// AutoLLMShare bounds what auto spends on LLM summaries of a
+	// conversation: this share of what the conversation would have cost
+	// uncondensed so far (estimated); past it, its summaries are
+	// extractive. 0: 0.02. Negative: never the LLM in auto.
+	AutoLLMShare float64
 }
 
 func (o *Options) defaults() {
@@ -171,6 +232,18 @@ func (o *Options) defaults() {
 	if o.SummarizerConcurrency <= 0 {
 		o.SummarizerConcurrency = 8
 	}
+	if o.MaxSummarizerCalls <= 0 {
+		o.MaxSummarizerCalls = 16
+	}
+	if o.DigestInputBytes <= 0 {
+		o.DigestInputBytes = 24000
+	}
+	if o.DigestMaxTokens <= 0 {
+		o.DigestMaxTokens = 600
+	}
+	if o.AutoLLMShare == 0 {
+		o.AutoLLMShare = 0.02
+	}
 }
 
 // Request is one request to condense.
@@ -191,6 +264,24 @@ type Request struct {
 	// come from the cache or are extractive), nothing written, no
 	// background work, no metrics.
 	CountOnly bool
+
+	// Slot, if set, is the caller's hold on a bounded place (the proxy's
+	// places for CPU work): the engine releases it while it waits for
+	// the summarizer, so waiting holds no place, and takes it back before
+	// it goes on.
+	Slot Slot
+
+	// observing: the would-be run of observe mode (CountOnly, with its
+	// decisions kept in a namespace of their own).
+	observing bool
+}
+
+// Slot is a hold on one of a bounded number of places.
+type Slot interface {
+	// Release gives the place back (a no-op when not held).
+	Release()
+	// Acquire waits for a place, or until ctx ends (its error).
+	Acquire(ctx context.Context) error
 }
 
 // Report says what the Engine did with a request.
@@ -225,7 +316,44 @@ type Report struct {
 	// (-1: no previous request known).
 	PrefixReused int
 
+	// The bill, estimated: CacheRead tokens of the forwarded request are
+	// its prefix shared with the conversation's previous request, when
+	// that request was within the model's cache lifetime and the prefix
+	// at least 1,024 tokens (what providers cache); the rest, CacheWrite,
+	// is written. Uncondensed* are the same for the request as received
+	// after the previous one as received (the conversation never
+	// condensed). Bill and BillUncondensed price them in units of the
+	// model's input price.
+	CacheRead, CacheWrite             int
+	UncondensedRead, UncondensedWrite int
+	Bill, BillUncondensed             float64
+	// SummarizerSpend is what this request's summarizer calls cost,
+	// estimated in units of the input price (their input at 1, their
+	// output at 4).
+	SummarizerSpend float64
+	// Family is the model's registry entry (its match glob; "" when
+	// unknown): a bounded label for metrics.
+	Family string
+
+	// Deferred says why a request over the threshold was forwarded as
+	// received (condense.defer: condensing it now would cost more than it
+	// saves over the requests expected to follow).
+	Deferred string
+
+	// Observe mode: what auto would have forwarded (WouldApply,
+	// WouldTokensAfter) and that request's estimated bill (WouldBill,
+	// from its own prefix log: the would-be conversation).
+	WouldApply       string
+	WouldTokensAfter int
+	WouldBill        float64
+	WouldCacheRead   int
+	WouldCacheWrite  int
+	// AgentCompaction names the agent whose own compaction request this
+	// was ("" when it was none): see compaction.go.
+	AgentCompaction string
+
 	safety float64 // the model's safety factor, for counts reported
+	prices prices  // the model's prompt-cache prices
 }
 
 // Result is the body to forward and the report.
@@ -247,10 +375,13 @@ type Engine struct {
 	observer   Observer
 	opts       Options
 	log        *slog.Logger
+	now        func() time.Time
 	codec      view.Codec
 	originals  Cache
 	written    *recentSet // originals written lately, not written again
 	prefixes   *prefixLog // each conversation's last forwarded request
+	compacted  *compactions
+	memory     Memory // nil: nothing remembered (memory.go)
 
 	flight       flight
 	downUntil    sync.Map // backoffKey -> unix nanos: summarizer suspended until then
@@ -258,7 +389,17 @@ type Engine struct {
 	prepareSem   chan struct{}
 	summarizeSem chan struct{} // summarizer calls in flight
 	preparing    sync.Map      // key -> struct{}: conversations being prepared
+	prepared     markSet       // prepareMark of work done: not done again
 	bg           sync.WaitGroup
+	// bgCtx is the context of background work (summaries prepared
+	// ahead, shared summarizer calls); bgCancel ends it when Close's
+	// drain runs out of time.
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
+	// promptHash and digestHash key summaries and LLM digests by the
+	// prompt that wrote them (a changed prompt_file is not served old
+	// summaries).
+	promptHash, digestHash string
 }
 
 // Deps are the Engine's collaborators; all but Counter and Models may be
@@ -276,6 +417,12 @@ type Deps struct {
 	Summarizer Summarizer
 	Observer   Observer
 	Logger     *slog.Logger
+	// Memory, if set, is handed every step condensed away and every
+	// summary made (memory.go); nil: none is.
+	Memory Memory
+	// Now is the engine's clock; nil: time.Now. Tests set it instead of
+	// a package variable so engines never share one.
+	Now func() time.Time
 }
 
 // New returns an Engine.
@@ -283,6 +430,9 @@ func New(d Deps, opts Options) *Engine {
 	opts.defaults()
 	if d.Logger == nil {
 		d.Logger = slog.Default()
+	}
+	if d.Now == nil {
+		d.Now = time.Now
 	}
 	count := func(s string) int { return d.Counter.Text(tokenizer.O200kBase, s) }
 	var selCache selective.Cache
@@ -292,21 +442,29 @@ func New(d Deps, opts Options) *Engine {
 	e := &Engine{
 		sel:     selective.New(opts.Selective, count, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
-		observer: d.Observer, opts: opts, log: d.Logger, codec: d.Codec,
+		observer: d.Observer, opts: opts, log: d.Logger, codec: d.Codec, now: d.Now,
 		prepareSem:   make(chan struct{}, opts.PrepareConcurrency),
 		summarizeSem: make(chan struct{}, opts.SummarizerConcurrency),
 	}
 	e.flight.wg = &e.bg // shared calls outliving their requests are drained on Close
+	e.bgCtx, e.bgCancel = context.WithCancel(context.Background())
+	e.flight.base = e.bgCtx
+	e.promptHash = textHash(opts.Prompt)
+	e.digestHash = textHash(fmt.Sprintf("%s\x00%d\x00%d", digestPrompt, opts.DigestInputBytes, opts.DigestMaxTokens))
 	e.originals = d.Originals
+	e.memory = d.Memory
 	if e.originals == nil {
 		e.originals = d.Cache
 	}
 	e.written = newRecentSet(opts.OriginalsTTL/4, 100000)
 	e.prefixes = newPrefixLog(20000)
+	e.compacted = newCompactions(10000)
 	return e
 }
 
 // Close waits for background summarizations to finish or ctx to end.
+// When ctx ends first, the background work is cancelled: its summarizer
+// calls stop, and what they would have cached is not.
 func (e *Engine) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { e.bg.Wait(); close(done) }()
@@ -314,6 +472,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		e.bgCancel()
 		return fmt.Errorf("draining background summaries: %w", ctx.Err())
 	}
 }
@@ -348,6 +507,30 @@ type job struct {
 	// their result to check it, and Condense reuses that count.
 	countedOut []byte
 	out        *view.Request
+	// decisions holds the conversation's frozen decisions read or made
+	// by this job (memo.go).
+	decisions map[string]int
+	// summarizeCut: the window's cut gets summaries of what it omits in
+	// place of its marker (auto); cutSummarized: it did.
+	summarizeCut, cutSummarized bool
+	// extractiveSummaries: this job's new summaries are extractive
+	// (auto past its LLM allowance), kept under the extractive key.
+	extractiveSummaries bool
+	// spent is what this job's summarizer calls cost, estimated in units
+	// of the input price.
+	spent float64
+	// summaryTokens, when above 0, bounds each summary of this job.
+	summaryTokens int
+	// frontier is the step selective condensing's digest frontier stands
+	// at (protectFrom), -1 before it ran.
+	frontier int
+	// noCalls, when set, says why this job makes no summarizer call (its
+	// plan needs more than max_summarizer_calls).
+	noCalls string
+	// headHash is the conversation head's hash (stateKey), once made.
+	headHash string
+	// eager: digests made under the threshold (selective.eager).
+	eager bool
 }
 
 // received is the conversation as received (conv unless conv is a
@@ -400,309 +583,4 @@ func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
 	}
 	rq.countedOut, rq.out = out, vr
 	return vr, nil
-}
-
-// Condense decides and, when needed, condenses req. It returns an error
-// only when ctx ends; any other failure yields the original body and a
-// report that says why.
-func (e *Engine) Condense(ctx context.Context, req Request) (res Result, err error) {
-	start := timeNow()
-	// res is the named result, so the deferred report updates reach the
-	// caller.
-	res = Result{Body: req.Body, Report: Report{Applied: AppliedNone}}
-	r := &res.Report
-	r.PrefixReused = -1
-	var fwd *view.Request // the request forwarded, scanned
-	defer func() {
-		if fwd != nil && !req.CountOnly {
-			// What a provider's prompt cache can serve of this request.
-			if n := e.prefixes.reused(req.Scope+"\x00"+r.Conversation, summarizeForPrefix(fwd)); n >= 0 {
-				r.PrefixReused = scale(n, r.safety)
-			}
-		}
-		r.Duration = timeNow().Sub(start)
-	}()
-
-	observe := e.observe
-	if req.CountOnly {
-		observe = func(string, string, int) {}
-	}
-	codec := req.Codec
-	if codec == nil {
-		codec = e.codec
-	}
-	if codec == nil {
-		r.Reason = "no codec for this request; forwarded unchanged"
-		return res, nil
-	}
-	var lim ModelLimits
-	vr, err := codec.Scan(req.Body, func(model string) string {
-		lim = e.models.Limits(model)
-		return lim.Encoding
-	})
-	if errors.Is(err, view.ErrNotRequest) {
-		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
-		return res, nil
-	}
-	if err != nil {
-		// Too many messages: the caller refuses the request.
-		return res, fmt.Errorf("counting tokens: %w", err)
-	}
-	model := vr.Model
-	r.Model = model
-	r.Format = codec.Format()
-	r.Counted = true
-	r.Messages = len(vr.Items)
-	r.Window = lim.Window
-	r.TokensBefore = scale(vr.Total, lim.SafetyFactor)
-	r.TokensAfter = r.TokensBefore
-	r.Trigger = int(float64(lim.Window) * lim.Threshold)
-	r.Conversation = conversationID(vr)
-	r.safety = lim.SafetyFactor
-	fwd = vr
-
-	mode := req.Mode
-	if mode == "" {
-		mode = ModeAuto
-	}
-	over := r.TokensBefore > r.Trigger
-	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
-	if mode == ModeOff {
-		r.Reason = "mode off"
-		return res, nil
-	}
-	rq := &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over}
-	if vr.Untouchable != "" {
-		r.Reason = vr.Untouchable + "; forwarded unchanged"
-		if over || tooMany || req.Force {
-			addDegraded(r, vr.Untouchable+"; not condensed")
-		}
-		return res, nil
-	}
-	if !over && !tooMany && !req.Force {
-		r.Reason = "under threshold"
-		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && (mode == ModeFull || mode == ModeAuto) {
-			e.prepare(rq)
-		}
-		return res, nil
-	}
-	switch {
-	case over:
-		r.Reason = "over threshold"
-	case tooMany:
-		r.Reason = "over max_messages"
-	default:
-		r.Reason = "forced"
-	}
-	if err := e.parse(rq); err != nil {
-		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		observe(mode, "invalid", 0)
-		return res, nil
-	}
-	if mode == ModeSelective && !e.opts.SelectiveEnabled {
-		addDegraded(r, "selective condensing is disabled (selective.enabled=false); full condensing used")
-		mode = ModeFull
-	}
-	if mode == ModeAuto && !e.opts.SelectiveEnabled {
-		mode = ModeFull
-	}
-	r.Received = shapes(rq.in)
-	wait, cancelWait := context.WithTimeout(context.Background(), e.opts.MaxWait)
-	defer cancelWait()
-	rq.stop = wait.Done()
-	out, err := e.condense(ctx, rq, mode, r)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		observe(mode, "failed", 0)
-		return res, nil
-	}
-	if out == nil {
-		observe(mode, "unchanged", 0)
-		return res, nil
-	}
-	after, err := e.countOut(rq, out)
-	if err != nil {
-		r.Reason += "; condensed body did not re-count; forwarded unchanged"
-		observe(mode, "failed", 0)
-		return res, nil
-	}
-	afterTokens := scale(after.Total, lim.SafetyFactor)
-	if afterTokens >= r.TokensBefore {
-		r.Reason += "; condensing did not shrink the request; forwarded unchanged"
-		r.Applied = AppliedNone
-		observe(mode, "unchanged", 0)
-		return res, nil
-	}
-	if f, ok := codec.(view.Finisher); ok {
-		body, headers, err := f.Finish(rq.in, out)
-		if err != nil {
-			r.Applied = AppliedNone
-			r.Reason += "; " + err.Error() + "; forwarded unchanged"
-			observe(mode, "failed", 0)
-			return res, nil
-		}
-		out, res.Headers = body, headers
-	}
-	res.Body = out
-	fwd = after
-	r.TokensAfter = afterTokens
-	r.Changes = rq.changes
-	if after.Parsed || codec.Parse(after) == nil {
-		r.Forwarded = shapes(after)
-	}
-	r.Calls = rq.calls
-	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
-	return res, nil
-}
-
-func (e *Engine) observe(mode, outcome string, saved int) {
-	if e.observer != nil {
-		e.observer.Condensed(mode, outcome, saved)
-	}
-}
-
-func (e *Engine) observeSummarizer(d time.Duration, err error) {
-	if e.observer != nil {
-		e.observer.SummarizerCall(d, err)
-	}
-}
-
-func (e *Engine) prepareAt(lim ModelLimits) int {
-	f := e.opts.PrepareThreshold
-	if f <= 0 {
-		f = lim.Threshold - 0.1
-	}
-	return int(float64(lim.Window) * f)
-}
-
-// parse splits the request's items into head and steps.
-func (e *Engine) parse(rq *job) error {
-	conv, err := newConversation(rq.in, rq.codec)
-	if err != nil {
-		return err
-	}
-	rq.conv = conv
-	rq.overhead = rq.in.Total - conv.tokens(0, conv.len())
-	return nil
-}
-
-// conversationID identifies a request's conversation by its head (the
-// system prompt and the task), with a fast hash: every request pays it.
-func conversationID(r *view.Request) string {
-	h := xxhash.New()
-	for i := 0; i < r.Head; i++ {
-		h.WriteString(r.Raw(i))
-		h.Write([]byte{0})
-	}
-	return fmt.Sprintf("%016x", h.Sum64())
-}
-
-// shapes describes a parsed request's items.
-func shapes(r *view.Request) []ItemShape {
-	out := make([]ItemShape, len(r.Items))
-	for i, it := range r.Items {
-		out[i] = ItemShape{Role: it.Role, Tokens: it.Tokens}
-	}
-	return out
-}
-
-func (e *Engine) budgets(rq *job) budgets {
-	w := rq.limits.Window
-	f := rq.limits.SafetyFactor
-	if f < 1 {
-		f = 1
-	}
-	// Budgets are compared with raw counts, so the safety factor is taken
-	// out of the target here.
-	target := int(float64(w) * e.opts.Target / f)
-	trigger := int(float64(w) * rq.limits.Threshold / f)
-	// A request over the threshold may be condensed to anywhere between
-	// the target and the threshold: cuts then stay put while the request
-	// grows append-only, and move by a stride (threshold - target) when it
-	// crosses the threshold again. A request condensed while under the
-	// threshold (forced, too many messages) goes to the target.
-	limit := target
-	if rq.over && trigger > target {
-		limit = trigger
-	}
-	return budgets{
-		target:     target,
-		limit:      limit,
-		stride:     max(trigger-target, w/50),
-		window:     int(float64(w) / f),
-		chunk:      e.opts.ChunkTokens,
-		summary:    e.opts.SummaryBudgetTokens,
-		keepRecent: e.opts.KeepRecentTurns,
-		overhead:   rq.overhead,
-	}
-}
-
-// condense applies mode and returns the new body, or nil to forward the
-// original.
-func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) ([]byte, error) {
-	b := e.budgets(rq)
-	// In auto mode a conversation that once needed summaries keeps them:
-	// flipping between selective and full would rewrite the prefix.
-	stickyKey := "auto:" + rq.req.Scope + ":" + rq.conv.hashMessages(0, rq.conv.head)
-	if mode == ModeAuto {
-		if _, ok := e.getCache(ctx, stickyKey); ok {
-			mode = ModeFull
-		}
-	}
-	if mode == ModeSelective || mode == ModeAuto {
-		out, fits, err := e.selective(ctx, rq, b, r)
-		if err != nil {
-			return nil, err
-		}
-		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
-			// A conversation that needed the window keeps it, at its
-			// remembered cut: flipping between shapes would rewrite the
-			// prefix.
-			fits = false
-		}
-		if fits {
-			return out, nil
-		}
-		if mode == ModeSelective {
-			// Still over the threshold: window the digested conversation.
-			digested := out
-			if out == nil {
-				out = rq.in.Body
-			}
-			w, err := e.truncateBody(ctx, rq, out, b, r)
-			if err == nil && w == nil && digested != nil {
-				// The window would omit nothing: the digests made stay.
-				r.Applied = AppliedSelective
-				return digested, nil
-			}
-			if w != nil {
-				addDegraded(r, "selective condensing was not enough; sliding window used")
-			}
-			return w, err
-		}
-		mode = ModeFull // auto: summaries on the original conversation
-		r.Reason += "; not enough for the target, full condensing used instead"
-		if !rq.req.CountOnly {
-			e.setCache(ctx, stickyKey, []byte("full"))
-		}
-	}
-	if mode == ModeFull {
-		out, err := e.full(ctx, rq, b, r)
-		if err != nil || out != nil {
-			return out, err
-		}
-		// Fall through to the sliding window.
-		addDegraded(r, "full condensing could not reach the target; sliding window used")
-	}
-	return e.truncate(ctx, rq, b, r)
-}
-
-func scale(n int, factor float64) int {
-	if factor <= 1 {
-		return n
-	}
-	return int(float64(n)*factor + 0.5)
 }

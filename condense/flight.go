@@ -20,6 +20,9 @@ type flight struct {
 	mu    sync.Mutex
 	calls map[string]*flightCall
 	wg    *sync.WaitGroup // tracks running calls, for shutdown
+	// base, when set, cancels every call when it ends (the engine's
+	// shutdown, past its drain deadline).
+	base context.Context
 }
 
 type flightCall struct {
@@ -50,6 +53,11 @@ func (f *flight) do(ctx context.Context, key string, timeout time.Duration, stop
 	c, shared := f.calls[key]
 	if !shared {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		stop := func() bool { return false }
+		if f.base != nil {
+			// Shutdown past its drain deadline cancels the call.
+			stop = context.AfterFunc(f.base, cancel)
+		}
 		c = &flightCall{done: make(chan struct{}), cancel: cancel}
 		f.calls[key] = c
 		if f.wg != nil {
@@ -57,6 +65,7 @@ func (f *flight) do(ctx context.Context, key string, timeout time.Duration, stop
 		}
 		go func() {
 			v, err := fn(cctx)
+			stop()
 			cancel()
 			f.mu.Lock()
 			c.val, c.err = v, err

@@ -20,7 +20,7 @@ func (e *Engine) keepOriginal(ctx context.Context, rq *job, id string, original 
 		return
 	}
 	key := originalsKey(rq.req.Scope, id)
-	if !e.written.add(key, timeNow()) {
+	if !e.written.add(key, e.now()) {
 		return
 	}
 	e.originals.Set(context.WithoutCancel(ctx), key, original(), e.opts.OriginalsTTL)
@@ -31,6 +31,7 @@ func (e *Engine) storeOriginals(ctx context.Context, rq *job, id string, from, t
 	e.keepOriginal(ctx, rq, id, func() []byte {
 		return append(rq.received().appendRaw([]byte{'['}, from, to), ']')
 	})
+	e.rememberRange(ctx, rq, id, from, to)
 }
 
 // Originals returns the original items behind a summary, digest or

@@ -2,7 +2,9 @@ package condense
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/condense-proxy/condense-proxy/selective"
 )
@@ -10,16 +12,18 @@ import (
 // AppliedSelective is reported when only tool outputs were digested.
 const AppliedSelective = "selective"
 
-// selective digests old tool outputs. fits reports that the result is at
-// or under the limit; out is nil when nothing was digested.
+// selective digests old tool outputs: every one the digest frontier has
+// passed — the outputs older than the newest keep_recent_tool_outputs,
+// back to the frontier's grid point — in one edit. Once one digest busts
+// the provider's prompt cache at its position, every edit after it rides
+// on the same bust for free, so digesting them all at once busts once and
+// leaves the request as small as selective condensing can make it; later
+// requests then add a digest only when the frontier moves a whole stride
+// (the cost model's, plan.go), re-writing only the tail after it. fits
+// reports that the result is at or under the limit; out is nil when
+// nothing was digested.
 func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, fits bool, err error) {
 	msgs := selectiveView(rq.conv)
-	minSavings := e.opts.MinSavingsTokens
-	if minSavings <= 0 {
-		// Digests are added a stride at a time: the set changes (and the
-		// prefix with it) only when the request crosses the limit again.
-		minSavings = b.stride
-	}
 	var summarize func(context.Context, selective.Input) (string, error)
 	if e.opts.SelectiveSummarizer == "llm" && e.summarizer != nil {
 		summarize = func(ctx context.Context, in selective.Input) (string, error) {
@@ -27,9 +31,9 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		}
 	}
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Need: rq.in.Total - b.limit, MinSavings: minSavings,
-		ProtectFrom: e.protectFrom(rq, msgs, b),
-		Scope:       rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
+		Body: rq.in.Body, Messages: msgs, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
+		ProtectFrom: e.protectFrom(ctx, rq, msgs, b), BriefBefore: e.briefBefore(rq, msgs),
+		Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) {
 			e.keepOriginal(ctx, rq, id, original)
 		},
@@ -38,12 +42,13 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
 	if res.Digested+res.Cleared == 0 {
-		return nil, false, nil
+		return nil, rq.in.Total <= b.limit, nil
 	}
 	for _, d := range res.Made {
 		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
 			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
 	}
+	e.rememberDigests(ctx, rq, res.Made)
 	after, err := e.countOut(rq, res.Body)
 	if err != nil {
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
@@ -60,14 +65,75 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	return res.Body, false, nil
 }
 
+// eagerMinTokens is the smallest output digested when digests start from
+// the first request (selective.eager): two fifths of
+// min_tool_output_tokens (200 by default), since every later request of
+// the conversation reads what it saves; 0 otherwise (the option's).
+func (e *Engine) eagerMinTokens(rq *job) int {
+	if !e.opts.SelectiveEager {
+		return 0
+	}
+	return max(e.sel.MinTokens()*2/5, 100)
+}
+
+// briefRatio: with eager digests, outputs that are not logs lose their
+// digest for a brief (what its marker line says) once they are this many
+// frontier strides behind the frontier; the brief boundary moves on a
+// grid that many strides wide, so it busts the cache rarely. 3 was the
+// cheapest of 3, 6 and 12 on the bill suite (BENCHMARKS.md).
+const briefRatio = 3
+
+// briefBefore returns the index in msgs before which outputs get briefs
+// (selective.eager), 0 for none: the point of a grid briefRatio frontier
+// strides wide, at least one such stride behind the frontier.
+func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
+	if !e.opts.SelectiveEager || rq.frontier <= 0 {
+		return 0
+	}
+	stride := briefRatio * rq.decisions[decisionFrontier]
+	if e.opts.MinSavingsTokens > 0 {
+		stride = briefRatio * e.opts.MinSavingsTokens
+	}
+	if stride <= 0 {
+		return 0
+	}
+	grid := rq.gridTokens()
+	front := 0
+	for _, t := range grid[:rq.frontier] {
+		front += t
+	}
+	limit := front - stride // at least one wide stride behind
+	point, acc, total := 0, 0, 0
+	for i, t := range grid[:rq.frontier] {
+		total += t
+		if acc += t; acc >= stride {
+			if total > limit {
+				break
+			}
+			point, acc = i+1, 0
+		}
+	}
+	if point == 0 {
+		return 0
+	}
+	first := rq.conv.steps[point].first
+	for i, m := range msgs {
+		if m.Item >= first {
+			return i
+		}
+	}
+	return 0
+}
+
 // protectFrom returns the index in msgs from which no output is digested:
 // the newest keep_recent_tool_outputs outputs, and the steps back to the
-// stride grid point before them. Outputs then become candidates a stride
-// at a time rather than one per turn, so the digests inside the part of
-// the request a window keeps change in few, large steps.
-func (e *Engine) protectFrom(rq *job, msgs []selective.Message, b budgets) int {
+// frontier's grid point before them. Outputs then become candidates a
+// frontier stride at a time rather than one per turn, so the digests
+// change in few steps, each re-writing only the tail after it.
+func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Message, b budgets) int {
 	keep := e.sel.KeepRecent()
 	if keep <= 0 {
+		rq.frontier = len(rq.conv.steps)
 		return len(msgs)
 	}
 	item := -1 // the item of the keep-th newest output
@@ -80,6 +146,7 @@ func (e *Engine) protectFrom(rq *job, msgs []selective.Message, b budgets) int {
 		}
 	}
 	if item < 0 {
+		rq.frontier = 0
 		return 0 // fewer outputs than protected: none is a candidate
 	}
 	c := rq.conv
@@ -92,12 +159,18 @@ func (e *Engine) protectFrom(rq *job, msgs []selective.Message, b budgets) int {
 	}
 	// The grid point at or before that step.
 	grid := rq.gridTokens()
+	tail := 0
+	for _, t := range grid[step:] {
+		tail += t
+	}
+	stride := e.frontierStrideOf(ctx, rq, b, tail)
 	point, acc := 0, 0
 	for i := 0; i < step; i++ {
-		if acc += grid[i]; acc >= b.stride {
+		if acc += grid[i]; acc >= stride {
 			point, acc = i+1, 0
 		}
 	}
+	rq.frontier = point
 	first := c.head
 	if point < len(c.steps) {
 		first = c.steps[point].first
@@ -118,12 +191,16 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 			return nil, fmt.Errorf("counting digested request: %w", err)
 		}
 		sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, changes: rq.changes, stop: rq.stop,
-			over: rq.over, orig: rq.received()}
+			over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
+			hits: rq.hits, misses: rq.misses, calls: rq.calls, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, headHash: rq.headHash}
 		if err := e.parse(sub); err != nil {
 			return nil, err
 		}
 		out, err := e.truncate(ctx, sub, e.budgets(sub), r)
-		rq.changes = sub.changes
+		rq.changes, rq.decisions = sub.changes, sub.decisions
+		rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
+		rq.degraded = append(rq.degraded, sub.degraded...)
+		rq.countedOut, rq.out = sub.countedOut, sub.out
 		return out, err
 	}
 	return e.truncate(ctx, rq, b, r)
@@ -177,13 +254,13 @@ func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input)
 	if rq.waitOver() {
 		return "", errStoppedWaiting
 	}
-	text := in.Content
-	if len(text) > 24000 {
-		text = text[:12000] + "\n[… middle omitted …]\n" + text[len(text)-12000:]
+	if why := e.spendable(rq); why != "" {
+		return "", errors.New(why)
 	}
-	key := "digllm:" + rq.req.Scope + ":" + model + ":" + in.Key
-	return e.shared(ctx, rq, key, SummaryInput{
-		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: 600, Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+	text := cutMiddle(in.Content, e.opts.DigestInputBytes)
+	key := "digllm:" + rq.req.Scope + ":" + model + ":" + e.digestHash + ":" + in.Key
+	return e.shared(ctx, rq, key, e.fitSummaryInput(SummaryInput{
+		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: e.opts.DigestMaxTokens, Credentials: rq.req.Credentials, Format: rq.codec.Format(),
 		Text: fmt.Sprintf("Tool %s called with %s. Its output:\n%s", in.Tool, in.Args, text),
-	}, func(s string) string { return s })
+	}), func(s string) string { return s })
 }

@@ -99,11 +99,15 @@ func (c *conversation) hashMessages(from, to int) string {
 	return hashItems(c.req, from, to)
 }
 
+var zero [1]byte
+
 func hashItems(r *view.Request, from, to int) string {
 	h := sha256.New()
 	for i := from; i < to; i++ {
-		h.Write([]byte(r.Raw(i)))
-		h.Write([]byte{0})
+		if it := r.Items[i]; it.Start < it.End {
+			h.Write(r.Body[it.Start:it.End])
+		}
+		h.Write(zero[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }

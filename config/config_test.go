@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,8 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-
-	"github.com/condense-proxy/condense-proxy/condense"
 )
 
 func writeFile(t *testing.T, body string) string {
@@ -234,10 +233,11 @@ func TestRegistryLookup(t *testing.T) {
 	}
 }
 
-// TestModesAreTheEngines: the config accepts exactly condense.Modes, and
-// its error and the flag's help name every one of them.
-func TestModesAreTheEngines(t *testing.T) {
-	for _, m := range condense.Modes {
+// TestModes: the config accepts exactly Modes, and its error and the
+// flag's help name every one of them (internal/app checks Modes are the
+// engine's).
+func TestModes(t *testing.T) {
+	for _, m := range Modes {
 		if _, err := Load(flags(t, "--mode", m), nil); err != nil {
 			t.Errorf("mode %q refused: %v", m, err)
 		}
@@ -247,7 +247,7 @@ func TestModesAreTheEngines(t *testing.T) {
 		t.Fatal("mode fast accepted")
 	}
 	usage := flags(t).Lookup("mode").Usage
-	for _, m := range condense.Modes {
+	for _, m := range Modes {
 		if !strings.Contains(err.Error(), m) {
 			t.Errorf("error %q does not name %q", err, m)
 		}
@@ -291,25 +291,6 @@ func TestRegistryReasoning(t *testing.T) {
 	}
 }
 
-// TestREADMEDocumentsEveryKey: every configuration key has its row in
-// README's Configuration table, with its flag.
-func TestREADMEDocumentsEveryKey(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	flagOf := map[string]string{}
-	for _, f := range flagSpecs {
-		flagOf[f.key] = f.name
-	}
-	for _, k := range Keys() {
-		row := "| `" + k + "` | `--" + flagOf[k] + "` |"
-		if !strings.Contains(string(readme), row) {
-			t.Errorf("README has no row %q", row)
-		}
-	}
-}
-
 // TestHardeningKeysFromEverySource: the keys of the hardening work come
 // from the flag, the environment and the YAML file, lists split in the
 // environment.
@@ -340,5 +321,92 @@ func TestHardeningKeysFromEverySource(t *testing.T) {
 	d := Defaults()
 	if d.ScopeSecret != "" || strings.Join(d.ScopeHeaders, ",") != "Authorization,X-Api-Key,Api-Key,X-Litellm-Api-Key,X-Goog-Api-Key" {
 		t.Errorf("defaults: %q %v", d.ScopeSecret, d.ScopeHeaders)
+	}
+}
+
+func TestRegistryCachePrices(t *testing.T) {
+	c := Defaults()
+	c.Models = []ModelConfig{{Match: "my-claude*", ContextWindow: 100000, CacheTTL: time.Hour}, {Match: "cheap*", CacheRead: 0.3, CacheWrite: 1}}
+	r := NewRegistry(&c, nil)
+	cases := []struct {
+		model       string
+		read, write float64
+		ttl         time.Duration
+	}{
+		{"claude-sonnet-4-5", 0.1, 1.25, 5 * time.Minute},
+		{"anthropic/claude-opus-4-1", 0.1, 1.25, 5 * time.Minute},
+		{"gpt-4o", 0.5, 1, 5 * time.Minute},
+		{"gpt-5.5", 0.1, 1, 5 * time.Minute},
+		{"o3-mini", 0.25, 1, 5 * time.Minute},
+		{"deepseek-chat", 0.1, 1, 5 * time.Minute},
+		{"my-claude-fork", 0.1, 1.25, time.Hour},          // the entry's TTL, the family's prices
+		{"cheap-model", 0.3, 1, 5 * time.Minute},          // the entry's prices
+		{"never-heard-of-it", 0.1, 1.25, 5 * time.Minute}, // unknown: the dearest to bust
+	}
+	for _, tc := range cases {
+		mi := r.Lookup(tc.model)
+		if mi.CacheRead != tc.read || mi.CacheWrite != tc.write || mi.CacheTTL != tc.ttl {
+			t.Errorf("%s: cache %g/%g/%s, want %g/%g/%s", tc.model, mi.CacheRead, mi.CacheWrite, mi.CacheTTL, tc.read, tc.write, tc.ttl)
+		}
+	}
+	bad := ModelConfig{Match: "x", CacheRead: 1.5, CacheWrite: 0.5, CacheTTL: -time.Second}
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "cache_read") || !strings.Contains(err.Error(), "cache_write") || !strings.Contains(err.Error(), "cache_ttl") {
+		t.Errorf("validate = %v, want cache_read, cache_write and cache_ttl named", err)
+	}
+}
+
+// TestRegistryThinkingBinding: Claude Fable binds thinking to its prefix
+// (built in, under any provider prefix); an entry decides for the names
+// it matches, and one that does not say keeps the built-in answer.
+func TestRegistryThinkingBinding(t *testing.T) {
+	file := writeFile(t, `models:
+  - match: "claude-fable-5-9*"
+    thinking_binding: false
+  - match: "my-binder"
+    thinking_binding: true
+  - match: "claude-fable-6*"
+    context_window: 500000
+`)
+	c, err := Load(flags(t, "--config", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRegistry(c, nil)
+	for model, want := range map[string]bool{
+		"claude-fable-5-1": true, "anthropic/claude-fable-5-1": true, "us.anthropic.claude-fable-5-1-v1:0": true,
+		"claude-fable-6-0": true, // the entry leaves it to the built-in one
+		"claude-fable-5-9": false, "my-binder": true,
+		"claude-opus-4-7": false, "claude-sonnet-4-5": false, "gpt-5": false, "mystery": false,
+	} {
+		if got := r.Lookup(model).ThinkingBinding; got != want {
+			t.Errorf("%s: thinking binding %v, want %v", model, got, want)
+		}
+	}
+	if w := r.Lookup("claude-fable-6-0").ContextWindow; w != 500000 {
+		t.Errorf("claude-fable-6-0 window %d: the entry did not apply", w)
+	}
+}
+
+// TestUnknownModelsBounded: the first 1,000 unknown names are reported
+// once each, then one line says no more will be; a name longer than
+// MaxModelName is nobody's (not even a "*" glob's) and costs no glob match.
+func TestUnknownModelsBounded(t *testing.T) {
+	c := Defaults()
+	var reported []string
+	r := NewRegistry(&c, func(m string) { reported = append(reported, m) })
+	for i := 0; i < 1500; i++ {
+		r.Lookup(fmt.Sprintf("mystery-model-%d", i))
+		r.Lookup(fmt.Sprintf("mystery-model-%d", i))
+	}
+	if len(reported) != 1001 || reported[1000] != TooManyUnknown {
+		t.Fatalf("%d reports, the last %q", len(reported), reported[len(reported)-1])
+	}
+	c.Models = []ModelConfig{{Match: "*", ContextWindow: 50000}}
+	r = NewRegistry(&c, nil)
+	if mi := r.Lookup(strings.Repeat("a", MaxModelName+1)); mi.Known || mi.ContextWindow != c.DefaultContextWindow {
+		t.Errorf("an over-long name matched an entry: %+v", mi)
+	}
+	if mi := r.Lookup("a"); !mi.Known || mi.ContextWindow != 50000 {
+		t.Errorf("a short name missed the * entry: %+v", mi)
 	}
 }

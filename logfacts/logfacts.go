@@ -31,9 +31,6 @@ var (
 	exitLine = regexp.MustCompile(`(?i)(<returncode>\s*(-?\d+)|exit (?:code|status)[ :]*(-?\d+)|Process exited with code (-?\d+))`)
 )
 
-// IsError reports whether line looks like an error line.
-func IsError(line string) bool { return errorish.MatchString(line) }
-
 // IsKey reports whether line is one to keep: an error line, a failing
 // test, an assertion line, a compiler error or a panic.
 func IsKey(line string) bool {

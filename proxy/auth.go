@@ -55,13 +55,12 @@ func KeyForms(key string) []http.Header {
 
 // PresentedKeys returns the inbound keys a request presents, non-empty:
 // the token of Authorization's Bearer scheme (the scheme name matched
-// case-insensitively, as RFC 9110 has it), then x-api-key and api-key.
+// case-insensitively, as RFC 9110 has it, and any spaces or tabs around
+// the token), then x-api-key and api-key.
 func PresentedKeys(h http.Header) []string {
 	var out []string
-	if scheme, tok, ok := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		if tok = strings.TrimSpace(tok); tok != "" {
-			out = append(out, tok)
-		}
+	if f := strings.Fields(h.Get("Authorization")); len(f) == 2 && strings.EqualFold(f[0], "Bearer") {
+		out = append(out, f[1])
 	}
 	for _, k := range keyHeaders {
 		if v := h.Get(k); v != "" {

@@ -19,11 +19,17 @@ var errTooLarge = errors.New("body too large")
 // firstBodyBuffer is the buffer a body is first read into.
 const firstBodyBuffer = 64 << 10
 
-// readBody reads r's body, at most limit bytes. The buffer grows with what
-// arrives, doubling, never past the Content-Length the client announced:
-// an honest body ends in a buffer of exactly its size, and a client that
-// announces a large body and sends little costs little.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody reads r's body, at most limit bytes, into a buffer whose bytes
+// come from l. The buffer grows with what arrives, doubling, never past
+// the Content-Length the client announced: an honest body ends in a
+// buffer of exactly its size, and a client that announces a large body
+// and sends little costs little. Each growth takes the new buffer's bytes
+// from l before it is made and gives the old one's back once copied.
+//
+// Errors: *http.MaxBytesError over limit; l's errors when the budget has
+// no room; the body reader's otherwise (io.ErrUnexpectedEOF for a body
+// shorter than announced, a timeout when the read deadline passed).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, l *lease) ([]byte, error) {
 	defer r.Body.Close()
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	announced := r.ContentLength // -1: unknown
@@ -34,7 +40,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	if announced > 0 && announced < limit {
 		ceiling = announced
 	}
-	buf := make([]byte, 0, min(firstBodyBuffer, ceiling))
+	first := min(firstBodyBuffer, ceiling)
+	if err := l.grow(first); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, first)
 	for {
 		if int64(len(buf)) == announced {
 			// net/http's body reader ends at the announced length.
@@ -45,8 +55,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 			if next <= int64(cap(buf)) {
 				next = int64(cap(buf)) + 512 // over the limit: the reader says so
 			}
+			if err := l.grow(next); err != nil {
+				return nil, err
+			}
 			grown := make([]byte, len(buf), next)
 			copy(grown, buf)
+			l.shrink(int64(cap(buf)))
 			buf = grown
 		}
 		n, err := rd.Read(buf[len(buf):cap(buf)])
@@ -60,48 +74,114 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	}
 }
 
-// decodeBody undoes a Content-Encoding of gzip, zstd or deflate, reading
-// at most limit decoded bytes. decoded is false when there was nothing to
-// undo. An unknown encoding or corrupt data is an error (the caller
-// forwards the body as received); more than limit bytes is errTooLarge.
-func decodeBody(raw []byte, encoding string, limit int64) (body []byte, decoded bool, err error) {
+// decodeBody undoes a Content-Encoding of gzip, zstd or deflate into a
+// buffer of at most limit bytes whose bytes come from l. decoded is false
+// when there was nothing to undo. An unknown encoding or corrupt data is
+// an *undecodableError (the caller forwards the body as received); more
+// than limit decoded bytes is errTooLarge; l's errors when the budget has
+// no room.
+//
+// The body is decoded twice: first streamed and counted, nothing kept,
+// stopping at the first byte over limit — a bomb costs the decoder's
+// window and some CPU, never its decoded size —, then into a buffer of
+// exactly the counted size. A zstd frame that announces a size over limit
+// is refused before any decoding; its decoding window is taken from l
+// while it decodes.
+func decodeBody(raw []byte, encoding string, limit int64, l *lease) (body []byte, decoded bool, err error) {
 	enc := strings.ToLower(strings.TrimSpace(encoding))
-	var rd io.Reader
-	switch enc {
-	case "", "identity":
+	if enc == "" || enc == "identity" {
 		return raw, false, nil
+	}
+	var window int64
+	if enc == "zstd" {
+		var h zstd.Header
+		if h.Decode(raw) == nil {
+			if h.HasFCS && h.FrameContentSize > uint64(limit) {
+				return nil, false, errTooLarge
+			}
+			window = int64(min(h.WindowSize, uint64(limit)))
+			if h.SingleSegment {
+				window = int64(min(h.FrameContentSize, uint64(limit)))
+			}
+		}
+	}
+	if err := l.grow(window); err != nil {
+		return nil, false, err
+	}
+	defer l.shrink(window)
+
+	rd, err := decoder(raw, enc, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(rd, limit+1))
+	rd.Close()
+	if err != nil {
+		return nil, false, decodeError(enc, err)
+	}
+	if n > limit {
+		return nil, false, errTooLarge
+	}
+
+	if err := l.grow(n); err != nil {
+		return nil, false, err
+	}
+	out := make([]byte, n)
+	rd, err = decoder(raw, enc, limit)
+	if err != nil {
+		l.shrink(n)
+		return nil, false, err
+	}
+	defer rd.Close()
+	if _, err := io.ReadFull(rd, out); err != nil {
+		l.shrink(n)
+		return nil, false, decodeError(enc, err)
+	}
+	return out, true, nil
+}
+
+// decoder returns a reader of raw decoded per enc.
+func decoder(raw []byte, enc string, limit int64) (io.ReadCloser, error) {
+	switch enc {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return nil, false, fmt.Errorf("gzip: %w", err)
+			return nil, &undecodableError{enc, err}
 		}
-		rd = zr
+		return zr, nil
 	case "zstd":
-		zr, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(limit)+1))
+		max := uint64(max(limit, zstd.MinWindowSize))
+		zr, err := zstd.NewReader(bytes.NewReader(raw), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(max), zstd.WithDecoderMaxWindow(max))
 		if err != nil {
-			return nil, false, fmt.Errorf("zstd: %w", err)
+			return nil, &undecodableError{enc, err}
 		}
-		defer zr.Close()
-		rd = zr
+		return zr.IOReadCloser(), nil
 	case "deflate":
 		// HTTP's deflate is zlib-wrapped; some clients send raw deflate.
 		if zr, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
-			rd = zr
-		} else {
-			rd = flate.NewReader(bytes.NewReader(raw))
+			return zr, nil
 		}
-	default:
-		return nil, false, fmt.Errorf("unsupported content-encoding %q", encoding)
+		return flate.NewReader(bytes.NewReader(raw)), nil
 	}
-	out, err := io.ReadAll(io.LimitReader(rd, limit+1))
-	if err != nil {
-		if strings.Contains(err.Error(), "exceeds") || strings.Contains(err.Error(), "memory") {
-			return nil, false, errTooLarge
-		}
-		return nil, false, fmt.Errorf("decoding %s: %w", enc, err)
+	return nil, &undecodableError{enc, errors.New("unsupported content-encoding")}
+}
+
+// undecodableError: a body whose Content-Encoding could not be undone
+// (unknown, or corrupt data); it is forwarded as received.
+type undecodableError struct {
+	enc string
+	err error
+}
+
+func (e *undecodableError) Error() string { return fmt.Sprintf("decoding %q: %v", e.enc, e.err) }
+func (e *undecodableError) Unwrap() error { return e.err }
+
+// decodeError maps a decoder's error: a zstd frame whose window is over
+// the limit is too large; anything else is corrupt data.
+func decodeError(enc string, err error) error {
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return errTooLarge
 	}
-	if int64(len(out)) > limit {
-		return nil, false, errTooLarge
-	}
-	return out, true, nil
+	return &undecodableError{enc, err}
 }

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -24,6 +27,12 @@ const (
 	HeaderDegraded     = "X-Condense-Degraded"
 	HeaderSummaries    = "X-Condense-Summaries"
 	HeaderCache        = "X-Condense-Cache"
+	// HeaderDeferred says why a request over the threshold went as
+	// received (condense.defer).
+	HeaderDeferred = "X-Condense-Deferred"
+	// Observe mode: what auto would have applied and forwarded.
+	HeaderWouldApply       = "X-Condense-Would-Apply"
+	HeaderWouldTokensAfter = "X-Condense-Would-Tokens-After"
 )
 
 // condensing returns the handler of a condensing route: the body is read,
@@ -48,6 +57,14 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 	start := time.Now()
 	ri := info(r.Context())
 	ri.route = route
+	if r.ContentLength > p.opts.MaxBodyBytes {
+		// Refused before a byte is read (or a place taken).
+		ri.note = fmt.Sprintf("Content-Length %d over max_body_bytes (%d); refused before reading", r.ContentLength, p.opts.MaxBodyBytes)
+		w.Header().Set("Connection", "close")
+		writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error",
+			fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes))
+		return
+	}
 	if !p.inflight.acquire(r.Context(), p.opts.InflightWait) {
 		if r.Context().Err() != nil {
 			ri.status = StatusClientClosed
@@ -64,46 +81,117 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 		p.rp.ServeHTTP(w, r)
 		return
 	}
-	body, ok := p.prepare(w, r, codec, countOnly)
-	p.inflight.release()
+	l := p.bodies.lease(r.Context(), p.opts.InflightWait)
+	defer l.release()
+	place := &held{s: p.inflight, have: true}
+	body, ok := p.prepare(w, r, codec, countOnly, l, place)
+	place.Release()
 	if ok {
-		p.forward(w, r, body, start)
+		done := func() {}
+		body = p.addRecallTool(r, codec, body, countOnly)
+		if !countOnly {
+			r, done = p.keepAlive(r, body)
+		}
+		p.forward(w, r, body, start, l)
+		done()
 	}
 }
 
-// prepare reads, decodes and condenses r's body, holding one of the
-// in-flight places. It returns the body to forward, or false when it
-// answered the request itself (413) or the client left.
-func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec, countOnly bool) ([]byte, bool) {
+// readBody reads r's body within max_body_bytes, the body budget and
+// BodyReadTimeout. The read deadline is lifted once the body is read:
+// the connection's later reads (net/http watching for the client leaving
+// while the answer streams) must not time out.
+func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, l *lease) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Now().Add(p.opts.BodyReadTimeout)); err == nil {
+		defer rc.SetReadDeadline(time.Time{})
+	}
+	return readBody(w, r, p.opts.MaxBodyBytes, l)
+}
+
+// refuseBody answers a request whose body could not be read or decoded
+// within the limits, and says why on its log line: 413 over a size
+// limit, 503 when the body budget stayed full, 408 when the body did not
+// arrive in time, 400 when it ended before its Content-Length or was
+// malformed; nothing when the client left (499 in the log).
+func (p *Proxy) refuseBody(w http.ResponseWriter, r *http.Request, err error) {
 	ri := info(r.Context())
-	raw, err := readBody(w, r, p.opts.MaxBodyBytes)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			ri.note = fmt.Sprintf("body over max_body_bytes (%d)", p.opts.MaxBodyBytes)
-			writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error",
-				fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes))
-			return nil, false
-		}
+	var mbe *http.MaxBytesError
+	var obe *overBudgetError
+	var ne net.Error
+	status, msg := 0, ""
+	switch {
+	case errors.As(err, &mbe):
+		ri.note = fmt.Sprintf("body over max_body_bytes (%d)", p.opts.MaxBodyBytes)
+		status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes)
+	case errors.Is(err, errTooLarge):
+		limit := p.decodedLimit()
+		ri.note = fmt.Sprintf("decoded body over %d bytes (the smaller of max_body_bytes and max_decompressed_bytes); refused while decoding", limit)
+		status, msg = http.StatusRequestEntityTooLarge, fmt.Sprintf("condense-proxy: decoded request body larger than %d bytes", limit)
+	case errors.As(err, &obe):
+		ri.note = obe.Error()
+		status, msg = http.StatusRequestEntityTooLarge, "condense-proxy: request body too large for the proxy's body memory"
+	case errors.Is(err, errBudgetBusy):
+		ri.note = fmt.Sprintf("%v (%d bytes); refused after waiting %s", err, p.opts.BodyBudgetBytes, p.opts.InflightWait)
+		w.Header().Set("Retry-After", "1")
+		status, msg = http.StatusServiceUnavailable, "condense-proxy: too many large request bodies at once; retry shortly"
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		ri.note = fmt.Sprintf("request body not received within %s", p.opts.BodyReadTimeout)
+		status, msg = http.StatusRequestTimeout, "condense-proxy: request body not received in time"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		ri.note = "request body ended before its announced length"
+		status, msg = http.StatusBadRequest, "condense-proxy: request body shorter than its Content-Length"
+	case r.Context().Err() != nil:
 		ri.status = StatusClientClosed
+		ri.note = "client left while sending the body: " + err.Error()
+		return
+	default:
 		ri.note = "reading request body: " + err.Error()
+		status, msg = http.StatusBadRequest, "condense-proxy: request body could not be read"
+	}
+	if status != http.StatusServiceUnavailable {
+		w.Header().Set("Connection", "close")
+	}
+	typ := "invalid_request_error"
+	if status == http.StatusServiceUnavailable {
+		typ = "server_error"
+	}
+	writeError(w, r, status, typ, msg)
+}
+
+// decodedLimit is the largest decoded body: the smaller of MaxBodyBytes
+// and MaxDecompressedBytes.
+func (p *Proxy) decodedLimit() int64 {
+	return min(p.opts.MaxBodyBytes, p.opts.MaxDecompressedBytes)
+}
+
+// prepare reads, decodes and condenses r's body, holding one of the
+// in-flight places and taking the body's memory from l. It returns the
+// body to forward, or false when it answered the request itself (413…)
+// or the client left.
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec, countOnly bool, l *lease, place condense.Slot) ([]byte, bool) {
+	ri := info(r.Context())
+	raw, err := p.readBody(w, r, l)
+	if err != nil {
+		p.refuseBody(w, r, err)
 		return nil, false
 	}
 
-	body, decoded, err := decodeBody(raw, r.Header.Get("Content-Encoding"), p.opts.MaxDecompressedBytes)
+	body, decoded, err := decodeBody(raw, r.Header.Get("Content-Encoding"), p.decodedLimit(), l)
+	var undecodable *undecodableError
 	switch {
-	case errors.Is(err, errTooLarge):
-		ri.note = fmt.Sprintf("decoded body over max_decompressed_bytes (%d)", p.opts.MaxDecompressedBytes)
-		writeError(w, r, http.StatusRequestEntityTooLarge, "invalid_request_error",
-			fmt.Sprintf("condense-proxy: decoded request body larger than %d bytes", p.opts.MaxDecompressedBytes))
-		return nil, false
-	case err != nil:
+	case errors.As(err, &undecodable):
 		// Not ours to judge: the upstream sees exactly what was sent.
 		ri.note = "body not decodable (" + err.Error() + "); forwarded unchanged"
 		return raw, true
+	case err != nil:
+		p.refuseBody(w, r, err)
+		return nil, false
 	}
 	if decoded {
 		r.Header.Del("Content-Encoding")
+		l.shrink(int64(cap(raw))) // the encoded bytes are no longer needed
+		raw = nil
 	}
 
 	mode := p.opts.DefaultMode
@@ -111,10 +199,16 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		if condense.ValidMode(h) {
 			mode = h
 		} else {
-			ri.note = fmt.Sprintf("unknown %s %q; using %s", HeaderMode, h, mode)
+			shown := clipName(h, maxModeShown)
+			ri.note = fmt.Sprintf("unknown %s %q; using %s", HeaderMode, shown, mode)
+			if p.modes.first(shown) {
+				p.log.Warn("unknown "+HeaderMode+" value; using the default (logged once per value)",
+					"value", shown, "mode", mode, "valid", strings.Join(condense.Modes, ","))
+			}
 		}
 	}
 	ri.mode = mode
+	w.Header().Set(HeaderMode, mode)
 	force, _ := strconv.ParseBool(r.Header.Get(HeaderForce))
 	ri.scope = p.opts.Scoper.Scope(r.Header)
 
@@ -126,6 +220,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		Scope:       ri.scope,
 		Credentials: p.opts.Scoper.Credentials(r.Header),
 		CountOnly:   countOnly,
+		Slot:        place,
 	})
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -142,6 +237,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		res = condense.Result{Body: body, Report: condense.Report{Applied: condense.AppliedNone}}
 	}
 	rep := res.Report
+	rep.Model = ModelName(rep.Model)
 	ri.report = &rep
 	if rep.Counted {
 		h := w.Header()
@@ -157,12 +253,22 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		if rep.Cache != "" {
 			h.Set(HeaderCache, rep.Cache)
 		}
+		if rep.Deferred != "" {
+			h.Set(HeaderDeferred, rep.Deferred)
+		}
+		if rep.Applied == condense.AppliedObserve {
+			h.Set(HeaderWouldApply, rep.WouldApply)
+			h.Set(HeaderWouldTokensAfter, strconv.Itoa(rep.WouldTokensAfter))
+		}
 		if !countOnly {
-			p.metrics.observeReport(rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.PrefixReused)
+			p.metrics.observeReport(rep)
 		}
 	}
 	for _, hd := range res.Headers {
 		addListHeader(r.Header, hd.Name, hd.Value)
+	}
+	if p.opts.StripContextManagement && codec.Format() == messages.Format {
+		return stripContextManagement(res.Body, r.Header), true
 	}
 	return res.Body, true
 }
@@ -184,9 +290,10 @@ func addListHeader(h http.Header, name, value string) {
 	h.Add(name, value)
 }
 
-// forward sends body upstream in place of r's.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, start time.Time) {
-	r.Body = io.NopCloser(bytes.NewReader(body))
+// forward sends body upstream in place of r's; l's bytes go back to the
+// budget once the transport is done sending it.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, start time.Time, l *lease) {
+	r.Body = leasedBody{bytes.NewReader(body), l}
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -194,4 +301,16 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, sta
 	ri.overhead = time.Since(start)
 	p.metrics.overhead.Observe(ri.overhead.Seconds())
 	p.rp.ServeHTTP(w, r)
+}
+
+// leasedBody is a forwarded body whose memory is counted in the body
+// budget until the transport closes it.
+type leasedBody struct {
+	*bytes.Reader
+	l *lease
+}
+
+func (b leasedBody) Close() error {
+	b.l.release()
+	return nil
 }

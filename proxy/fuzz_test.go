@@ -125,7 +125,7 @@ func FuzzChatRequest(f *testing.F) {
 		if bytes.Equal(fwd, body) {
 			return
 		}
-		dec, decoded, err := decodeBody(body, encoding, 1<<20)
+		dec, decoded, err := decodeBody(body, encoding, 1<<20, unlimited())
 		if err != nil {
 			t.Fatalf("an undecodable body was changed")
 		}

@@ -30,7 +30,7 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err == nil:
 			checks["cache"] = "ok"
-		case p.opts.CacheDegraded != nil:
+		case p.opts.CacheDegraded != nil && p.opts.CacheDegraded():
 			checks["cache"] = "degraded: " + err.Error()
 		default:
 			status = http.StatusServiceUnavailable

@@ -37,3 +37,33 @@ func (s slots) acquire(ctx context.Context, wait time.Duration) bool {
 func (s slots) release() { <-s }
 
 func (s slots) size() int { return cap(s) }
+
+// held is one request's place among the slots, as the engine sees it
+// (condense.Slot): released while the engine waits for the summarizer,
+// taken back before it goes on. Used by one request at a time.
+type held struct {
+	s    slots
+	have bool
+}
+
+// Release gives the place back, if held.
+func (h *held) Release() {
+	if h.have {
+		h.have = false
+		h.s.release()
+	}
+}
+
+// Acquire waits for a place, or until ctx ends.
+func (h *held) Acquire(ctx context.Context) error {
+	if h.have {
+		return nil
+	}
+	select {
+	case h.s <- struct{}{}:
+		h.have = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -33,8 +34,12 @@ func TestInflightCap(t *testing.T) {
 		o.InflightWait = 50 * time.Millisecond
 	})
 	first := make(chan int, 1)
-	go func() {
-		resp := post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), nil)
+	go func() { // no t.Fatal off the test's goroutine: the status is compared below
+		resp, err := http.Post(h.proxy.URL+"/v1/chat/completions", "application/json", strings.NewReader(chatBody))
+		if err != nil {
+			first <- 0
+			return
+		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		first <- resp.StatusCode

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/condense"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -23,15 +25,43 @@ type Metrics struct {
 	// conversation's previous request identically (a prompt cache's share).
 	forwarded    *prometheus.CounterVec
 	prefixReused *prometheus.CounterVec
+	// The bill, estimated (condense.Report): input tokens read from and
+	// written to the provider's prompt cache, per model family and mode
+	// applied, for the requests forwarded and for the same requests had
+	// they gone as received; the bills in units of the input price; and
+	// observe mode's counterfactual.
+	inputTokens, uncondensedTokens *prometheus.CounterVec
+	bill                           *prometheus.CounterVec
+	observeTokens, observeBill     *prometheus.CounterVec
+	// The recall tool: calls answered by outcome, items returned.
+	recalls       *prometheus.CounterVec
+	recalledItems prometheus.Counter
 }
 
-// observeReport records a counted request's tokens.
-func (m *Metrics) observeReport(applied string, before, after, reused int) {
-	m.tokens.WithLabelValues("received").Add(float64(before))
-	m.tokens.WithLabelValues("forwarded").Add(float64(after))
-	m.forwarded.WithLabelValues(applied).Add(float64(after))
-	if reused > 0 {
-		m.prefixReused.WithLabelValues(applied).Add(float64(reused))
+// observeReport records a counted request's tokens and estimated bill.
+func (m *Metrics) observeReport(rep condense.Report) {
+	applied := rep.Applied
+	m.tokens.WithLabelValues("received").Add(float64(rep.TokensBefore))
+	m.tokens.WithLabelValues("forwarded").Add(float64(rep.TokensAfter))
+	m.forwarded.WithLabelValues(applied).Add(float64(rep.TokensAfter))
+	if rep.PrefixReused > 0 {
+		m.prefixReused.WithLabelValues(applied).Add(float64(rep.PrefixReused))
+	}
+	family := rep.Family
+	if family == "" {
+		family = "unknown"
+	}
+	m.inputTokens.WithLabelValues(family, applied, "cache_read").Add(float64(rep.CacheRead))
+	m.inputTokens.WithLabelValues(family, applied, "cache_write").Add(float64(rep.CacheWrite))
+	m.uncondensedTokens.WithLabelValues(family, "cache_read").Add(float64(rep.UncondensedRead))
+	m.uncondensedTokens.WithLabelValues(family, "cache_write").Add(float64(rep.UncondensedWrite))
+	m.bill.WithLabelValues(family, applied, "forwarded").Add(rep.Bill)
+	m.bill.WithLabelValues(family, applied, "uncondensed").Add(rep.BillUncondensed)
+	if applied == condense.AppliedObserve {
+		m.observeTokens.WithLabelValues(family, "cache_read").Add(float64(rep.WouldCacheRead))
+		m.observeTokens.WithLabelValues(family, "cache_write").Add(float64(rep.WouldCacheWrite))
+		m.observeBill.WithLabelValues(family, "would").Add(rep.WouldBill)
+		m.observeBill.WithLabelValues(family, "received").Add(rep.Bill)
 	}
 }
 
@@ -88,6 +118,26 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_prefix_reused_tokens_total",
 		Help: "Forwarded tokens that led the conversation's previous forwarded request identically (what a provider's prompt cache can serve), by mode applied.",
 	}, []string{"mode"})
+	m.inputTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_input_tokens_estimated_total",
+		Help: "Input tokens of the requests forwarded, estimated: read from the provider's prompt cache (their prefix shared with the conversation's previous request within the cache's lifetime) or written, by model family and mode applied.",
+	}, []string{"family", "applied", "kind"})
+	m.uncondensedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_uncondensed_input_tokens_estimated_total",
+		Help: "The same requests had they been forwarded as received: cache reads and writes, by model family.",
+	}, []string{"family", "kind"})
+	m.bill = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_bill_estimated_total",
+		Help: "Estimated input bill in units of the model's input price (cache reads at cache_read, writes at cache_write): of the requests forwarded, and of the same requests forwarded as received.",
+	}, []string{"family", "applied", "bill"})
+	m.observeTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_observe_input_tokens_estimated_total",
+		Help: "Observe mode: input tokens auto would have forwarded, read from the prompt cache or written, by model family.",
+	}, []string{"family", "kind"})
+	m.observeBill = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_observe_bill_estimated_total",
+		Help: "Observe mode: estimated bill of what auto would have forwarded (would) and of what was forwarded (received), in units of the input price.",
+	}, []string{"family", "bill"})
 	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "condense_tokens_saved_total", Help: "Tokens removed from forwarded requests by condensing.",
 	})
@@ -95,7 +145,16 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_summarizer_call_seconds", Help: "Summarizer calls by outcome, with latency.",
 		Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 40, 60, 120},
 	}, []string{"outcome"})
-	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer, m.forwarded, m.prefixReused)
+	m.recalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_recalls_total",
+		Help: "condense_recall calls the proxy answered, by outcome (found, none, unknown, invalid, limit).",
+	}, []string{"outcome"})
+	m.recalledItems = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "condense_recalled_items_total", Help: "Memory items (steps, summaries) returned by condense_recall.",
+	})
+	reg.MustRegister(m.recalls, m.recalledItems)
+	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer, m.forwarded, m.prefixReused,
+		m.inputTokens, m.uncondensedTokens, m.bill, m.observeTokens, m.observeBill)
 	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cacheStats != nil {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,9 +12,13 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/memory"
 )
 
 type ctxKey struct{}
+
+// maxPathShown bounds the request path on a log line.
+const maxPathShown = 512
 
 // reqInfo collects what the request's log line and metrics report. The
 // handlers fill it; logRequests writes it.
@@ -26,6 +31,10 @@ type reqInfo struct {
 	upstreamErr error
 	overhead    time.Duration // time spent before the upstream was called
 	note        string
+	// recall is set when the request carries the recall tool; recalls
+	// are the calls the proxy answered (recall.go).
+	recall  *recallState
+	recalls []memory.Recalled
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -44,8 +53,17 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		defer func() {
 			rec := recover()
+			clientLeft := false
 			if rec != nil {
-				ri.note = "connection aborted: upstream failed mid-response"
+				// The response was cut short after it started. A client
+				// that left is not an upstream failure.
+				if r.Context().Err() != nil {
+					clientLeft = true
+					ri.status = StatusClientClosed
+					ri.note = "client left mid-response"
+				} else {
+					ri.note = "connection aborted: upstream failed mid-response"
+				}
 			}
 			status := ww.Status()
 			if ri.status != 0 {
@@ -64,7 +82,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 			p.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 			attrs := []slog.Attr{
 				slog.String("method", r.Method),
-				slog.String("path", r.URL.Path),
+				slog.String("path", clipName(r.URL.Path, maxPathShown)),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Int("bytes_out", ww.BytesWritten()),
@@ -84,11 +102,28 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 					slog.Duration("overhead", ri.overhead),
 				)
 				if rep.Summaries != "" {
-					attrs = append(attrs, slog.String("summaries", rep.Summaries), slog.String("cache", rep.Cache),
-						slog.Int("summarizer_calls", rep.Calls))
+					attrs = append(attrs, slog.String("summaries", rep.Summaries), slog.String("cache", rep.Cache))
+				}
+				if rep.Summaries != "" || rep.Calls > 0 {
+					attrs = append(attrs, slog.Int("summarizer_calls", rep.Calls))
+				}
+				attrs = append(attrs, slog.Int("cache_read", rep.CacheRead), slog.Int("cache_write", rep.CacheWrite),
+					slog.Float64("bill", round1(rep.Bill)), slog.Float64("bill_uncondensed", round1(rep.BillUncondensed)))
+				if rep.Deferred != "" {
+					attrs = append(attrs, slog.String("deferred", rep.Deferred))
+				}
+				if rep.WouldApply != "" {
+					attrs = append(attrs, slog.String("would_apply", rep.WouldApply), slog.Int("would_tokens_after", rep.WouldTokensAfter),
+						slog.Float64("would_bill", round1(rep.WouldBill)))
 				}
 				if rep.Degraded != "" {
 					attrs = append(attrs, slog.String("degraded", rep.Degraded))
+				}
+				if rep.AgentCompaction != "" {
+					attrs = append(attrs, slog.String("agent_compaction", rep.AgentCompaction))
+				}
+				if len(ri.recalls) > 0 {
+					attrs = append(attrs, slog.Int("recalls", len(ri.recalls)))
 				}
 			}
 			if ri.note != "" {
@@ -104,7 +139,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 			if route == "/healthz" || route == "/readyz" || route == "/metrics" || isUIPath(r.URL.Path) {
 				level = slog.LevelDebug
 			}
-			if rec != nil {
+			if rec != nil && !clientLeft {
 				level = slog.LevelWarn
 			}
 			p.log.LogAttrs(r.Context(), level, "request", attrs...)
@@ -134,3 +169,6 @@ func recoverer(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// round1 rounds an estimate for the log line.
+func round1(f float64) float64 { return math.Round(f*10) / 10 }

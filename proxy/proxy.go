@@ -67,16 +67,31 @@ type Options struct {
 	// DefaultMode is used when a request has no X-Condense-Mode header.
 	// Default condense.ModeAuto.
 	DefaultMode string
-	// MaxBodyBytes bounds a chat body as received (413 above). Default 64 MiB.
+	// MaxBodyBytes bounds a chat body as received (413 above; a larger
+	// Content-Length is refused before anything is read), and its decoded
+	// size too. Default 64 MiB.
 	MaxBodyBytes int64
-	// MaxDecompressedBytes bounds a decoded body (413 above). Default 128 MiB.
+	// MaxDecompressedBytes bounds a decoded body (413 above) when it is
+	// smaller than MaxBodyBytes. Default 128 MiB.
 	MaxDecompressedBytes int64
+	// BodyBudgetBytes bounds the memory of the bodies being read, decoded
+	// and condensed, over all requests at once: each buffer takes its
+	// bytes from it before it is made, and the bytes come back when the
+	// body has been sent upstream. A request that finds too few waits up
+	// to InflightWait, then gets 503 with Retry-After (a request needing
+	// more than the whole budget gets 413). Default 4 × MaxBodyBytes.
+	BodyBudgetBytes int64
+	// BodyReadTimeout bounds the time a condensing route's body takes to
+	// arrive (408 past it); the upstream's answer is not bounded. Default
+	// 60s.
+	BodyReadTimeout time.Duration
 	// MaxInflight caps the chat requests being read and condensed at once.
 	// A request finding no place waits up to InflightWait for one, then is
 	// forwarded unchanged (its body streamed, not counted) with
 	// X-Condense-Degraded saying so. 0: 4 × GOMAXPROCS.
 	MaxInflight int
-	// InflightWait is how long a request waits for a place. 0: 1s.
+	// InflightWait is how long a request waits for a place, or for body
+	// bytes from BodyBudgetBytes. 0: 1s.
 	InflightWait time.Duration
 	// Transport sends requests upstream. Nil: NewTransport(TransportOptions{}).
 	Transport http.RoundTripper
@@ -101,6 +116,11 @@ type Options struct {
 	// over CredentialHeaders.
 	Scoper *Scoper
 
+	// StripContextManagement removes context_management from Messages
+	// requests (and /count_tokens), and its beta from anthropic-beta,
+	// before forwarding. Default false: forwarded as received.
+	StripContextManagement bool
+
 	// Recorder, if set, receives an Event per condensable request once it
 	// is answered (the live page's record). Nil: nothing is kept.
 	Recorder Recorder
@@ -108,6 +128,20 @@ type Options struct {
 	// own authentication: AuthKeys do not guard it. Nil: those paths pass
 	// through like any other.
 	UI http.Handler
+	// KeepAlive, if set, is told of every request a condensing route
+	// forwards and sees its answer (keep-alive pings). Nil: nothing.
+	KeepAlive KeepAlive
+
+	// Recall answers condense_recall calls (recall.go); with RecallTool
+	// the tool is added to every request of a condensed conversation.
+	// Nil or false: no tool is added.
+	Recall     Recaller
+	RecallTool bool
+	// MaxRecallRounds bounds the rounds one answer's recalls are answered
+	// in. Default 3.
+	MaxRecallRounds int
+	// RecallBudgetTokens bounds one recall's answer. Default 2000.
+	RecallBudgetTokens int
 }
 
 // Codecs holds the codec of each condensing route's wire format.
@@ -126,6 +160,10 @@ type Proxy struct {
 	router  chi.Router
 	// inflight bounds the requests being condensed.
 	inflight slots
+	// bodies bounds the memory of their bodies.
+	bodies *budget
+	// modes remembers the unknown X-Condense-Mode values already logged.
+	modes *onceSet
 }
 
 var _ http.Handler = (*Proxy)(nil)
@@ -178,6 +216,12 @@ func New(o Options) *Proxy {
 	if o.MaxDecompressedBytes <= 0 {
 		o.MaxDecompressedBytes = 128 << 20
 	}
+	if o.BodyBudgetBytes <= 0 {
+		o.BodyBudgetBytes = 4 * o.MaxBodyBytes
+	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 60 * time.Second
+	}
 	if o.MaxInflight <= 0 {
 		o.MaxInflight = defaultMaxInflight()
 	}
@@ -196,6 +240,12 @@ func New(o Options) *Proxy {
 	if o.Scoper == nil {
 		o.Scoper = NewScoper(nil, nil)
 	}
+	if o.MaxRecallRounds <= 0 {
+		o.MaxRecallRounds = 3
+	}
+	if o.RecallBudgetTokens <= 0 {
+		o.RecallBudgetTokens = 2000
+	}
 	if o.Codecs.Chat == nil {
 		o.Codecs.Chat = chat.New(tokenizer.New(tokenizer.Options{}))
 	}
@@ -205,7 +255,8 @@ func New(o Options) *Proxy {
 	if o.Codecs.Messages == nil {
 		o.Codecs.Messages = messages.New(tokenizer.New(tokenizer.Options{}))
 	}
-	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics, inflight: newSlots(o.MaxInflight)}
+	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics, inflight: newSlots(o.MaxInflight),
+		bodies: newBudget(o.BodyBudgetBytes), modes: newOnceSet(maxLoggedModes)}
 	upstream := o.Upstream
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -225,6 +276,10 @@ func New(o Options) *Proxy {
 		// A protocol switch (a WebSocket on /v1/responses) is handed to
 		// the client as the upstream answered; the log says so.
 		ModifyResponse: func(res *http.Response) error {
+			if err := p.answerRecalls(res); err != nil {
+				return err
+			}
+			watchAnswer(res)
 			if res.StatusCode == http.StatusSwitchingProtocols {
 				ri := info(res.Request.Context())
 				ri.status = res.StatusCode

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/memory"
 )
 
 // Recorder receives one Event per request on a condensable route (chat
@@ -45,6 +46,9 @@ type Event struct {
 	Duration time.Duration
 	// Report is what the Condenser did (model, tokens, changes, shapes).
 	Report condense.Report
+	// Recalls are the condense_recall calls the proxy answered for this
+	// request: what was asked and what came back.
+	Recalls []memory.Recalled
 }
 
 // record sends r's Event to the Recorder, if there is one and the request
@@ -62,5 +66,6 @@ func (p *Proxy) record(r *http.Request, ri *reqInfo, status int, start time.Time
 		Status:    status,
 		Duration:  time.Since(start),
 		Report:    *ri.report,
+		Recalls:   ri.recalls,
 	})
 }

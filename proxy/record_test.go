@@ -24,15 +24,6 @@ func (c chanRecorder) next(t *testing.T) Event {
 	}
 }
 
-func (c chanRecorder) none(t *testing.T) {
-	t.Helper()
-	select {
-	case ev := <-c:
-		t.Fatalf("unexpected event for route %q", ev.Route)
-	case <-time.After(50 * time.Millisecond):
-	}
-}
-
 func TestRecorderGetsOneEventPerChatRequest(t *testing.T) {
 	rec := make(chanRecorder, 16)
 	sc := NewScoper([]byte("test"), nil)
@@ -57,7 +48,9 @@ func TestRecorderGetsOneEventPerChatRequest(t *testing.T) {
 		t.Errorf("report %+v", ev.Report)
 	}
 
-	// Other paths, and requests refused before condensing, record nothing.
+	// Other paths, and requests refused before condensing, record nothing:
+	// the next event is that of a chat request sent after them (a wait
+	// for "no event" would pass on an event not recorded yet).
 	for _, path := range []string{"/v1/models", "/healthz"} {
 		r, err := http.Get(h.proxy.URL + path)
 		if err != nil {
@@ -66,7 +59,17 @@ func TestRecorderGetsOneEventPerChatRequest(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		r.Body.Close()
 	}
-	rec.none(t)
+	resp = sendPartial(t, h.proxy.URL, map[string]string{"Content-Length": "99999999999"}, "", false)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d", resp.StatusCode)
+	}
+	resp = post(t, h.proxy.URL+"/v1/chat/completions", []byte(chatBody), map[string]string{"User-Agent": "sentinel/1"})
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if ev := rec.next(t); ev.UserAgent != "sentinel/1" {
+		t.Fatalf("an event for %s (status %d) was recorded", ev.Route, ev.Status)
+	}
 
 	// An upstream error is recorded with its status.
 	resp = post(t, h.proxy.URL+"/v1/chat/completions", []byte(`{"model":"gpt-4o","messages":[{"role":"tool","content":"orphan"}]}`), nil)

@@ -374,7 +374,7 @@ func TestResponsesSummariesAskedInResponsesFormat(t *testing.T) {
 	eng := condense.New(condense.Deps{Counter: counter, Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 		return condense.ModelLimits{Window: 16000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	}), Summarizer: &llm.Summarizer{Client: &llm.Client{BaseURL: u}, Responses: &llm.ResponsesClient{BaseURL: u}}},
-		condense.Options{Summarizer: "llm", ChunkTokens: 2000, SummaryBudgetTokens: 2000})
+		condense.Options{Summarizer: "llm", ChunkTokens: 2000, SummaryBudgetTokens: 2000, MaxSummarizerCalls: 1000})
 	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer p.Close()
 	resp := post(t, p.URL+"/v1/responses", responsesBody(40, ""), map[string]string{"X-Condense-Mode": "full", "Authorization": "Bearer caller"})

@@ -68,11 +68,10 @@ func NewScoper(secret []byte, headers []string) *Scoper {
 	return s
 }
 
-// Headers returns the scope headers, canonical.
-func (s *Scoper) Headers() []string { return append([]string(nil), s.headers...) }
-
 // Scope returns the caller scope of a request's headers (32 hex digits).
-// The credentials themselves are never kept.
+// The credentials themselves are never kept. An Authorization value is
+// taken in its canonical form (canonicalAuthorization), so the spellings
+// of one key that the proxy's inbound auth accepts make one scope.
 func (s *Scoper) Scope(h http.Header) string {
 	mac := hmac.New(sha256.New, s.secret)
 	for _, k := range s.headers {
@@ -80,10 +79,28 @@ func (s *Scoper) Scope(h http.Header) string {
 		writeField(mac, k)
 		mac.Write(binary.BigEndian.AppendUint64(nil, uint64(len(vs))))
 		for _, v := range vs {
+			if k == "Authorization" {
+				v = canonicalAuthorization(v)
+			}
 			writeField(mac, v)
 		}
 	}
 	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// canonicalAuthorization is an Authorization value as its scope sees it:
+// the scheme's name in any case and the spaces around the credentials do
+// not matter (RFC 9110), so "bearer  k" is "Bearer k". Other schemes keep
+// their name as sent, with one space before the credentials.
+func canonicalAuthorization(v string) string {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return strings.TrimSpace(v)
+	}
+	if strings.EqualFold(f[0], "Bearer") {
+		f[0] = "Bearer"
+	}
+	return f[0] + " " + f[1]
 }
 
 // writeField writes s length-prefixed: with the value counts, no two

@@ -16,8 +16,10 @@
 package selective
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -78,6 +80,9 @@ type Condenser struct {
 	cache Cache // may be nil
 }
 
+// MinTokens is the smallest output digested (Options.MinToolOutputTokens).
+func (c *Condenser) MinTokens() int { return c.opts.MinToolOutputTokens }
+
 // KeepRecent is how many of the newest tool outputs are never digested.
 func (c *Condenser) KeepRecent() int { return c.opts.KeepRecentToolOutputs }
 
@@ -125,6 +130,16 @@ type Request struct {
 	// not cached is the deterministic one (for counting without side
 	// effects).
 	CacheOnly bool
+	// MinTokens, when above 0, replaces Options.MinToolOutputTokens for
+	// this request (eager digests take smaller outputs: they are read on
+	// every request of the conversation).
+	MinTokens int
+	// BriefBefore, when above 0: the outputs before this index (in
+	// Messages) that are not logs get a brief — their digest's marker
+	// line alone — instead of a digest (eager digests of old outputs:
+	// what a file or a search held is one re-read away, its original
+	// kept; a log's failing tests and errors stay).
+	BriefBefore int
 }
 
 // Result is what Apply did.
@@ -133,7 +148,6 @@ type Result struct {
 	Digested int    // outputs replaced by digests
 	Cleared  int    // tool-call arguments shortened
 	Saved    int    // tokens freed (estimated from the texts)
-	IDs      []string
 	// Made lists the digests, in the order they were made.
 	Made []Made
 }
@@ -180,7 +194,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		return res, nil
 	}
 	goal := r.Need
-	cands := c.candidates(r.Messages, r.ProtectFrom)
+	cands := c.candidates(r.Messages, r.ProtectFrom, cmp.Or(r.MinTokens, c.opts.MinToolOutputTokens))
 	if r.Pick != nil {
 		cands = c.picked(r)
 	} else if r.MinSavings > 0 {
@@ -196,6 +210,9 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		}
 		m := r.Messages[cd.index]
 		digest, id := c.digest(ctx, r, cd)
+		if cd.index < r.BriefBefore {
+			digest = brief(digest)
+		}
 		saved := cd.tokens - c.count(digest)
 		if saved <= 0 {
 			continue // a digest is never larger than its original
@@ -207,14 +224,12 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		res.Made = append(res.Made, Made{Item: m.Item, Tool: m.ToolName, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
 		res.Saved += saved
 		res.Digested++
-		res.IDs = append(res.IDs, id)
 	}
 	if c.opts.ClearToolInputs && res.Saved < goal && r.Pick == nil {
-		ps, saved, ids := c.clearInputs(r, goal-res.Saved)
+		ps, saved := c.clearInputs(r, goal-res.Saved)
 		patches = append(patches, ps...)
 		res.Saved += saved
 		res.Cleared = len(ps)
-		res.IDs = append(res.IDs, ids...)
 	}
 	if len(patches) == 0 {
 		return res, nil
@@ -223,10 +238,26 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 	return res, nil
 }
 
+// brief is what a digest's marker line says, shortened — the output's
+// tool and key argument, its size and where its original is —, for the
+// outputs that are not logs (their kind is in the marker: "— log," keeps
+// its digest) nor LLM digests.
+func brief(digest string) string {
+	marker, _, _ := strings.Cut(digest, "\n")
+	m := markerLine.FindStringSubmatch(marker)
+	if m == nil || m[2] == KindLog || m[2] == "LLM digest" {
+		return digest
+	}
+	return "[condense-proxy brief of " + m[1] + ": " + m[3] + " lines; GET " + m[4] + "]"
+}
+
+// markerLine parses a digest's first line (see digest).
+var markerLine = regexp.MustCompile(`^\[condense-proxy digest of (.*) — ([^,]+), original (\d+) lines, \d+ tokens; id \S+: GET (\S+)\]$`)
+
 // candidates lists the digestible outputs, oldest first: tool messages
 // before the protected newest ones, large enough, of a tool not excluded,
 // with no part marked cache_control.
-func (c *Condenser) candidates(msgs []Message, protectFrom int) []candidate {
+func (c *Condenser) candidates(msgs []Message, protectFrom, minTokens int) []candidate {
 	tools := 0
 	protectedFrom := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
@@ -246,7 +277,7 @@ func (c *Condenser) candidates(msgs []Message, protectFrom int) []candidate {
 	}
 	var out []candidate
 	for i, m := range msgs[:protectedFrom] {
-		if m.Role != "tool" || m.Tokens < c.opts.MinToolOutputTokens {
+		if m.Role != "tool" || m.Tokens < minTokens {
 			continue
 		}
 		if cd, ok := c.candidate(i, m); ok {
@@ -274,7 +305,7 @@ func (c *Condenser) candidate(i int, m Message) (candidate, bool) {
 		return candidate{}, false
 	}
 	raw := m.Raw[start:end]
-	if strings.HasPrefix(raw, `"[condense-proxy digest of `) {
+	if strings.HasPrefix(raw, `"[condense-proxy digest of `) || strings.HasPrefix(raw, `"[condense-proxy brief of `) {
 		return candidate{}, false // a digest already
 	}
 	switch raw[0] {
@@ -426,13 +457,12 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 // clearInputs shortens large string arguments of old tool calls: every
 // string value over 400 bytes becomes a marker; the arguments stay valid
 // JSON.
-func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
+func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int) {
 	var patches []patch
-	var ids []string
 	saved := 0
 	last := lastAssistant(r.Messages)
 	for i, m := range r.Messages {
-		if saved >= goal || i >= last {
+		if saved >= goal || i >= last || (r.ProtectFrom > 0 && i >= r.ProtectFrom) {
 			break
 		}
 		if m.Role != "assistant" || m.Frozen {
@@ -453,7 +483,6 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
 					if s, err := sjson.Set(short, escapeKey(k.Str), marker); err == nil {
 						short = s
 						changed = true
-						ids = append(ids, id)
 						if r.Keep != nil {
 							str := v.Str
 							r.Keep(id, func() []byte { return quote(str) })
@@ -470,7 +499,7 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int, []string) {
 			saved += c.count(args) - c.count(short)
 		}
 	}
-	return patches, saved, ids
+	return patches, saved
 }
 
 func lastAssistant(msgs []Message) int {

@@ -244,3 +244,29 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+// TestBrief: a brief is a digest's marker line alone, except for logs
+// (their failing tests and errors stay) and LLM digests.
+func TestBrief(t *testing.T) {
+	cases := []struct {
+		name, digest string
+		keep         bool
+	}{
+		{"file", "[condense-proxy digest of read_file a.go — file, original 100 lines, 900 tokens; id d1: GET /v1/condense/originals/d1]\nfile a.go\noutline:", false},
+		{"search", "[condense-proxy digest of grep x — search, original 40 lines, 600 tokens; id d2: GET /v1/condense/originals/d2]\n40 matches", false},
+		{"log", "[condense-proxy digest of bash go test — log, original 90 lines, 800 tokens; id d3: GET /v1/condense/originals/d3]\n--- FAIL: TestX", true},
+		{"llm", "[condense-proxy digest of bash ls — LLM digest, original 90 lines, 800 tokens; id d4: GET /v1/condense/originals/d4]\nsummary", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := brief(tc.digest)
+			if tc.keep && got != tc.digest {
+				t.Errorf("brief dropped a %s digest's body: %q", tc.name, got)
+			}
+			if !tc.keep && (strings.Contains(got, "\n") || len(got) >= strings.Index(tc.digest, "\n") || !strings.HasPrefix(got, "[condense-proxy brief of ") ||
+				!strings.Contains(got, "/v1/condense/originals/") || !strings.Contains(got, " lines")) {
+				t.Errorf("brief of a %s digest: %q", tc.name, got)
+			}
+		})
+	}
+}

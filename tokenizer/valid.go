@@ -393,6 +393,16 @@ func FieldSpan(obj, key string) (start, end int, ok bool) {
 // span of keys[i] ({0, 0} when absent). It reports whether obj is a
 // well-formed object.
 func FieldSpans(obj string, keys []string, spans [][2]int) bool {
+	return FieldSpansElems(obj, keys, spans, "", nil)
+}
+
+// FieldSpansElems is FieldSpans that, in the same pass, sets *elems to the
+// spans of the elements of the array under arrayKey (nil when that value
+// is absent or not an array).
+func FieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int) bool {
+	if elems != nil {
+		*elems = (*elems)[:0]
+	}
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
@@ -403,6 +413,10 @@ func FieldSpans(obj string, keys []string, spans [][2]int) bool {
 			}
 		}
 	}}
+	if arrayKey != "" && elems != nil {
+		p.arrayKey, p.arrayElems = `"`+arrayKey+`"`, elems
+		p.onArray = func(int, int) {}
+	}
 	p.ws()
 	if p.i >= len(obj) || obj[p.i] != '{' {
 		return false

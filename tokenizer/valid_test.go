@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -105,4 +106,31 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFieldSpansElems(t *testing.T) {
+	var elems [][2]int
+	var sp [1][2]int
+	obj := `{"content": [ {"a":1}, "x" ,[2]], "role":"user"}`
+	if !FieldSpansElems(obj, []string{"role"}, sp[:], "content", &elems) {
+		t.Fatal("valid object refused")
+	}
+	var got []string
+	for _, e := range elems {
+		got = append(got, obj[e[0]:e[1]])
+	}
+	if want := []string{`{"a":1}`, `"x"`, `[2]`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("elements %q, want %q", got, want)
+	}
+	if obj[sp[0][0]:sp[0][1]] != `"user"` {
+		t.Errorf("role span %v", sp[0])
+	}
+	// Not an array: no elements, whatever the slice held before.
+	elems = append(elems[:0], [2]int{1, 2})
+	if !FieldSpansElems(`{"content":"x"}`, nil, nil, "content", &elems) || len(elems) != 0 {
+		t.Errorf("string content: elements %v", elems)
+	}
+	if FieldSpansElems(`{"content":[1,}`, nil, nil, "content", &elems) {
+		t.Error("malformed array accepted")
+	}
 }

@@ -82,12 +82,15 @@ func presentedKeys(h http.Header) []string { return proxy.PresentedKeys(h) }
 //   - keys configured (auth.keys or ui.keys): an admin key (ui.keys) sees
 //     everything; an auth key sees its own scope's conversations; no
 //     accepted key: none (401).
-//   - no keys configured: a loopback client sees everything, anyone else
-//     numbers only. A request that came through a forwarding proxy
-//     (Forwarded, X-Forwarded-For, X-Real-Ip) is not taken as loopback.
+//   - no keys configured: numbers only, for everyone — unless
+//     Options.TrustLoopback is set, when a loopback client sees
+//     everything. A request that came through a forwarding proxy
+//     (Forwarded, X-Forwarded-For, X-Real-Ip) is never taken as loopback:
+//     a reverse proxy on the same host would otherwise hand everyone
+//     behind it every conversation.
 func (u *UI) viewerOf(r *http.Request) viewer {
 	if len(u.admin) == 0 && len(u.callers) == 0 {
-		if isLoopback(r) {
+		if u.opts.TrustLoopback && isLoopback(r) {
 			return viewer{access: accessAdmin}
 		}
 		return viewer{access: accessNumbers}

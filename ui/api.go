@@ -17,20 +17,53 @@ import (
 // viewer that may not read the conversation.
 
 type overviewJSON struct {
-	Access        string            `json:"access"`
-	Version       uint64            `json:"version"`
-	Started       time.Time         `json:"started"`
-	Now           time.Time         `json:"now"`
-	Totals        totals            `json:"totals"`
-	Outcomes      map[string]int64  `json:"outcomes"`
-	Applied       map[string]int64  `json:"applied"`
-	Modes         []modeJSON        `json:"modes"`
-	Models        []modelJSON       `json:"models"`
-	Degraded      []reasonJSON      `json:"degraded_reasons"`
-	Minutes       []minuteJSON      `json:"minutes"`
-	Conversations int               `json:"conversations"` // kept and visible to the viewer
-	Limits        map[string]int    `json:"limits"`
-	Replica       map[string]string `json:"replica"`
+	Access  string    `json:"access"`
+	Version uint64    `json:"version"`
+	Started time.Time `json:"started"`
+	Now     time.Time `json:"now"`
+	Totals  totals    `json:"totals"`
+	// The estimated bill's figures, from Totals (null when nothing was
+	// billed): the saving, 1 − bill / bill uncondensed; the share of the
+	// tokens forwarded read from the prompt cache; and observe mode's
+	// saving, 1 − would bill / bill as received (null when no request
+	// was observed).
+	BillSaving     *float64          `json:"bill_saving"`
+	CacheReadShare *float64          `json:"cache_read_share"`
+	ObserveSaving  *float64          `json:"observe_saving"`
+	Outcomes       map[string]int64  `json:"outcomes"`
+	Applied        map[string]int64  `json:"applied"`
+	Modes          []modeJSON        `json:"modes"`
+	Models         []modelJSON       `json:"models"`
+	Degraded       []reasonJSON      `json:"degraded_reasons"`
+	Minutes        []minuteJSON      `json:"minutes"`
+	Conversations  int               `json:"conversations"` // kept and visible to the viewer
+	Limits         map[string]int    `json:"limits"`
+	Replica        map[string]string `json:"replica"`
+	// KeepAlive is this replica's keep-alive pings; absent when off.
+	KeepAlive *KeepAliveStats `json:"keepalive,omitempty"`
+}
+
+// KeepAliveStats is what the overview shows of the keep-alive pings
+// (package keepalive's counts).
+type KeepAliveStats struct {
+	Pings      uint64 `json:"pings"`       // sent and answered
+	PingWrites uint64 `json:"ping_writes"` // that found the cache gone
+	PingErrors uint64 `json:"ping_errors"`
+	CacheRead  uint64 `json:"cache_read"` // cache-read tokens the pings bought
+	// PingCost, Avoided and NetSaving are in input-token equivalents:
+	// the pings' cost, the re-writes they avoided, the difference.
+	PingCost  float64 `json:"ping_cost"`
+	Avoided   float64 `json:"avoided"`
+	NetSaving float64 `json:"net_saving"`
+	Armed     int     `json:"armed"` // conversations with a ping scheduled
+}
+
+// ShowKeepAlive makes the overview show the keep-alive pings' counts,
+// read from stats at every request of the overview.
+func (u *UI) ShowKeepAlive(stats func() KeepAliveStats) {
+	u.st.mu.Lock()
+	u.st.keepAlive = stats
+	u.st.mu.Unlock()
 }
 
 type modeJSON struct {
@@ -41,6 +74,8 @@ type modeJSON struct {
 type modelJSON struct {
 	Model string `json:"model"`
 	modelCounts
+	BillSaving     *float64 `json:"bill_saving"`
+	CacheReadShare *float64 `json:"cache_read_share"`
 }
 
 type reasonJSON struct {
@@ -76,6 +111,16 @@ type convJSON struct {
 	Trigger         int       `json:"trigger"`
 	Mode            string    `json:"mode"`
 	Applied         string    `json:"applied"`
+	// The estimated bill of all its requests, kept or not, in units of
+	// the input price, and observe mode's (Observed requests, what auto
+	// would have billed for them).
+	Bill            inputs   `json:"bill"`
+	BillUncondensed inputs   `json:"bill_uncondensed"`
+	BillSaving      *float64 `json:"bill_saving"`
+	Observed        int64    `json:"observed"`
+	ObserveBill     inputs   `json:"observe_bill"`
+	WouldBill       inputs   `json:"would_bill"`
+	ObserveSaving   *float64 `json:"observe_saving"`
 }
 
 type requestJSON struct {
@@ -99,6 +144,28 @@ type requestJSON struct {
 	New             [3]int    `json:"new"` // summaries, digests, windows not in the previous request
 	Degraded        bool      `json:"degraded"`
 	Detail          bool      `json:"detail"` // the detail view is available
+	// AgentCompaction names the agent when the request was its own
+	// compaction request, forwarded without summaries.
+	AgentCompaction string `json:"agent_compaction,omitempty"`
+	// The estimated bill (condense.Report): tokens read from the prompt
+	// cache and written, the bill and the bill had the conversation never
+	// been condensed, in units of the input price.
+	CacheRead       int     `json:"cache_read"`
+	CacheWrite      int     `json:"cache_write"`
+	Bill            float64 `json:"bill"`
+	BillUncondensed float64 `json:"bill_uncondensed"`
+	// Deferred: over the threshold and forwarded as received because
+	// condensing now would not pay (condense.defer).
+	Deferred bool `json:"deferred,omitempty"`
+	// Recalls counts the condense_recall calls the proxy answered.
+	Recalls int `json:"recalls,omitempty"`
+	// Observe mode (applied "observe"): what auto would have applied and
+	// forwarded, and that request's bill.
+	WouldApply       string  `json:"would_apply,omitempty"`
+	WouldTokensAfter int     `json:"would_tokens_after,omitempty"`
+	WouldBill        float64 `json:"would_bill,omitempty"`
+	WouldCacheRead   int     `json:"would_cache_read,omitempty"`
+	WouldCacheWrite  int     `json:"would_cache_write,omitempty"`
 }
 
 type changeJSON struct {
@@ -120,9 +187,21 @@ type detailJSON struct {
 	Summaries      string               `json:"summary_levels,omitempty"`
 	Cache          string               `json:"cache,omitempty"`
 	DegradedReason string               `json:"degraded_reason,omitempty"` // content
+	DeferredReason string               `json:"deferred_reason,omitempty"` // the engine's numbers, no content
 	Changes        []changeJSON         `json:"changes"`
 	Received       []condense.ItemShape `json:"received"`
 	Forwarded      []condense.ItemShape `json:"forwarded"` // nil: as received
+	Recalls        []recallJSON         `json:"recall_calls,omitempty"`
+}
+
+// recallJSON is one condense_recall call the proxy answered.
+type recallJSON struct {
+	Outcome string   `json:"outcome"`
+	Query   string   `json:"query,omitempty"`  // content
+	ID      string   `json:"id,omitempty"`     // content
+	Items   []string `json:"items,omitempty"`  // content
+	Answer  string   `json:"answer,omitempty"` // content
+	Count   int      `json:"count"`            // items returned
 }
 
 // authorize returns the viewer, or answers 401 and returns false.
@@ -144,13 +223,15 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 	s := u.st
 	s.mu.Lock()
 	out := overviewJSON{
-		Access:   v.access.String(),
-		Version:  s.version,
-		Started:  s.started,
-		Now:      now,
-		Totals:   s.tot,
-		Outcomes: map[string]int64{},
-		Applied:  map[string]int64{},
+		Access:         v.access.String(),
+		Version:        s.version,
+		Started:        s.started,
+		Now:            now,
+		Totals:         s.tot,
+		Outcomes:       map[string]int64{},
+		Applied:        map[string]int64{},
+		BillSaving:     saving(s.tot.Bill, s.tot.BillUncondensed),
+		CacheReadShare: share(s.tot.CacheRead, s.tot.TokensForwarded),
 		Limits: map[string]int{
 			"max_conversations":             s.maxConvs,
 			"max_requests_per_conversation": s.maxReqs,
@@ -170,7 +251,8 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 		out.Outcomes[outcomeNotCounted] += c.NotCounted
 	}
 	for model, mc := range s.models {
-		out.Models = append(out.Models, modelJSON{Model: model, modelCounts: *mc})
+		out.Models = append(out.Models, modelJSON{Model: model, modelCounts: *mc,
+			BillSaving: saving(mc.Bill, mc.BillUncondensed), CacheReadShare: share(mc.CacheRead, mc.TokensForwarded)})
 	}
 	for reason, n := range s.degraded {
 		out.Degraded = append(out.Degraded, reasonJSON{Reason: reason, Count: n})
@@ -189,7 +271,15 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 			out.Conversations++
 		}
 	}
+	if o := s.tot.Observe; o.Requests > 0 {
+		out.ObserveSaving = saving(o.WouldBill, o.Bill)
+	}
+	keepAlive := s.keepAlive
 	s.mu.Unlock()
+	if keepAlive != nil {
+		ka := keepAlive()
+		out.KeepAlive = &ka
+	}
 
 	sort.Slice(out.Modes, func(i, j int) bool { return out.Modes[i].Mode < out.Modes[j].Mode })
 	sort.Slice(out.Models, func(i, j int) bool {
@@ -277,7 +367,7 @@ func (u *UI) request(w http.ResponseWriter, r *http.Request) {
 	out := detailJSON{requestJSON: rowView(rw), Changes: []changeJSON{}}
 	content := v.content(c)
 	if d := rw.detail; d != nil {
-		out.Reason, out.Summaries, out.Cache = d.reason, d.summaries, d.cache
+		out.Reason, out.Summaries, out.Cache, out.DeferredReason = d.reason, d.summaries, d.cache, d.deferred
 		if content {
 			out.DegradedReason = d.degraded
 		} else {
@@ -294,6 +384,13 @@ func (u *UI) request(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			out.Changes = append(out.Changes, cj)
+		}
+		for _, rc := range d.recalls {
+			rj := recallJSON{Outcome: rc.Outcome, Count: len(rc.Items)}
+			if content {
+				rj.Query, rj.ID, rj.Items, rj.Answer = rc.Query, rc.ID, rc.Items, rc.Answer
+			}
+			out.Recalls = append(out.Recalls, rj)
 		}
 		// The shapes are never changed once kept: sharing them is safe.
 		out.Received, out.Forwarded = d.received, d.forwarded
@@ -365,6 +462,11 @@ func (s *store) convView(c *conversation, v viewer) convJSON {
 		ID: c.id, Content: v.content(c), Identified: c.key.conv != "",
 		Model: c.model, Format: c.format, First: c.first, Last: c.last,
 		Requests: c.total, Kept: len(c.rows), Condensed: c.condensed, Degraded: c.degraded,
+		Bill: c.bill.Bill, BillUncondensed: c.bill.BillUncondensed, BillSaving: saving(c.bill.Bill, c.bill.BillUncondensed),
+		Observed: c.observed.Requests, ObserveBill: c.observed.Bill, WouldBill: c.observed.WouldBill,
+	}
+	if c.observed.Requests > 0 {
+		cj.ObserveSaving = saving(c.observed.WouldBill, c.observed.Bill)
 	}
 	if cj.Content {
 		cj.UserAgent = c.userAgent
@@ -385,8 +487,30 @@ func rowView(r *row) requestJSON {
 		TokensReceived: r.before, TokensForwarded: r.after, Window: r.window, Trigger: r.trigger,
 		Messages: r.messages, SummarizerCalls: r.calls, PrefixReused: r.prefix,
 		Summaries: r.summaries, Digests: r.digests, Windows: r.windows, New: r.fresh,
-		Degraded: r.degraded, Detail: r.detail != nil,
+		Degraded: r.degraded, Detail: r.detail != nil, AgentCompaction: r.compaction,
+		CacheRead: r.cacheRead, CacheWrite: r.cacheWrite, Bill: r.bill, BillUncondensed: r.billUncondensed,
+		Deferred: r.deferred, Recalls: r.recalls, WouldApply: r.wouldApply, WouldTokensAfter: r.wouldAfter, WouldBill: r.wouldBill,
+		WouldCacheRead: r.wouldRead, WouldCacheWrite: r.wouldWrite,
 	}
+}
+
+// saving is 1 − bill/base: the share of base that bill saves (negative
+// when it costs more); nil when base is not positive.
+func saving(bill, base inputs) *float64 {
+	if base <= 0 {
+		return nil
+	}
+	f := 1 - float64(bill)/float64(base)
+	return &f
+}
+
+// share is part/whole; nil when whole is not positive.
+func share(part, whole int64) *float64 {
+	if whole <= 0 {
+		return nil
+	}
+	f := float64(part) / float64(whole)
+	return &f
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -3,10 +3,14 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +36,7 @@ var scopeOf = proxy.NewScoper([]byte(harness.ScopeSecret), nil).Scope
 // as an error, and a screenshot is written.
 func TestBrowser(t *testing.T) {
 	ctx, consoleErrors := ui.Tab(t)
-	page := ui.New(ui.Options{Scope: scopeOf})
+	page := ui.New(ui.Options{Scope: scopeOf, TrustLoopback: true})
 	st := harness.New(harness.Options{Window: 16000, Summarizer: "extractive", Recorder: page, UI: page})
 	t.Cleanup(st.Close)
 	t.Cleanup(page.Close) // first: the page's event stream holds a connection
@@ -56,6 +60,17 @@ func TestBrowser(t *testing.T) {
 	if condensed == 0 {
 		t.Fatalf("the replay condensed nothing (%d requests): the page would have nothing to show", len(res.Requests))
 	}
+	// Another session in observe mode: forwarded as received, the engine
+	// saying what auto would have done.
+	obsSess, _ := corpus.Synthetic(8, 60_000)
+	obs, err := replay.Run(context.Background(), obsSess, st.Fake, st.Counter, replay.Options{
+		ProxyURL: st.Proxy.URL, Model: "gpt-4.1", Mode: "observe", APIKey: "sk-observe", Window: 16000, Drain: st.Drain,
+		Client: st.Proxy.Client(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("observed %d requests", len(obs.Requests))
 	// A constructed conversation too, with everything the engine will
 	// report (changes with texts, shapes, prefix reuse).
 	for _, ev := range ui.Session(scopeOf(nil), "constructed", "claude-sonnet-4", "claude-cli/2.0.14", time.Now().Add(-20*time.Minute), 60) {
@@ -83,10 +98,57 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("the conversations list", `document.querySelectorAll('#convs tbody tr').length >= 2`)
-	// The replayed conversation: the model the replay sent, its requests.
 	rowOf := func(model string) string {
 		return `[...document.querySelectorAll('#convs tbody tr')].find(r => r.children[2].textContent === '` + model + `')`
 	}
+	// The bill, as the real engine estimated it: the cards show the
+	// overview's figures, and a replayed session reads from the cache.
+	ov := overview(t, st.Proxy.URL)
+	t.Logf("bill %.0f → %.0f (saving %v), cache-read share %v; observe %.0f → %.0f (saving %v)",
+		ov.Totals.BillUncondensed, ov.Totals.Bill, deref(ov.BillSaving), deref(ov.CacheReadShare),
+		ov.Totals.Observe.Bill, ov.Totals.Observe.WouldBill, deref(ov.ObserveSaving))
+	if ov.CacheReadShare == nil || *ov.CacheReadShare < 0.3 || ov.BillSaving == nil || ov.Totals.Observe.Requests != int64(len(obs.Requests)) ||
+		ov.ObserveSaving == nil || ov.Totals.Observe.WouldBill <= 0 {
+		t.Errorf("overview after the replays: %+v", ov)
+	}
+	card := func(label string) string {
+		return `[...document.querySelectorAll('#cards .stat')].find(c => c.querySelector('.label').textContent === '` + label + `')`
+	}
+	wait("the bill card", `(`+card("Bill (estimated)")+`) !== undefined`)
+	text := func(js string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", js, err)
+		}
+		return s
+	}
+	if got, want := text(card("Bill (estimated)")+`.querySelector('.value').textContent`), short(ov.Totals.BillUncondensed)+" → "+short(ov.Totals.Bill); got != want {
+		t.Errorf("bill card shows %q, want %q", got, want)
+	}
+	if got, want := text(card("Bill (estimated)")+`.querySelector('.sub').textContent`), fmt.Sprintf("%.1f%%", 100*math.Abs(*ov.BillSaving)); !strings.Contains(got, want) {
+		t.Errorf("bill card says %q, want the saving %s", got, want)
+	}
+	if got, want := text(card("Cache-friendly")+`.querySelector('.value').textContent`), fmt.Sprintf("%.1f%%", 100**ov.CacheReadShare); got != want {
+		t.Errorf("cache-friendly card shows %q, want the cache-read share %s", got, want)
+	}
+	if got, want := text(card("Observe: auto would bill")+`.querySelector('.sub').textContent`), fmt.Sprintf("%d requests observed", len(obs.Requests)); !strings.Contains(got, want) {
+		t.Errorf("observe card says %q, want %q", got, want)
+	}
+	// The per-model table has the bill columns, a row per model.
+	if n := eval(`document.querySelectorAll('#models thead th').length`); n != 9 {
+		t.Errorf("per-model table has %d columns", n)
+	}
+	// The observed conversation: its requests say what auto would have done.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](rowOf("gpt-4.1")+`.click()`)); err != nil {
+		t.Fatal(err)
+	}
+	wait("the observed conversation", `document.querySelector('#conv .panel-head')?.textContent.includes('gpt-4.1') && [...document.querySelectorAll('#conv .chip')].some(c => c.textContent.startsWith('observe '))`)
+	if n := eval(`[...document.querySelectorAll('#conv tbody tr')].filter(r => /^observe → would apply \w+, [\d,]+ tokens$/.test(r.children[3].textContent)).length`); n == 0 {
+		t.Errorf("no request of the observed conversation says what auto would apply: %s", text(`document.querySelector('#conv tbody tr').textContent`))
+	}
+
+	// The replayed conversation: the model the replay sent, its requests.
 	rowJS := rowOf("gpt-4o")
 	if eval(`(`+rowJS+`) ? 1 : 0`) != 1 {
 		t.Fatal("the replayed conversation is not listed")
@@ -94,7 +156,7 @@ func TestBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(`+rowJS+`).click()`)); err != nil {
 		t.Fatal(err)
 	}
-	wait("the timeline", `document.querySelectorAll('#conv svg.timeline circle.pt').length > 0`)
+	wait("the timeline", `document.querySelector('#conv .panel-head')?.textContent.includes('gpt-4o ') && document.querySelectorAll('#conv svg.timeline circle.pt').length > 0`)
 	if n := eval(`document.querySelectorAll('#conv svg.timeline circle.pt').length`); n != len(res.Requests) {
 		t.Errorf("timeline has %d points, the replay sent %d requests", n, len(res.Requests))
 	}
@@ -151,7 +213,11 @@ func TestBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](marker+`.dispatchEvent(new MouseEvent('click'))`)); err != nil {
 		t.Fatal(err)
 	}
-	wait("the engine's changes", `location.hash.includes('/r/') && document.querySelectorAll('#detail .change').length > 0 && document.querySelectorAll('#detail svg.shape rect').length > 0`)
+	// (The detail shown, not the previous conversation's, hidden.)
+	wait("the engine's changes", `location.hash.includes('/r/') && !document.querySelector('#detail').hidden &&
+		document.querySelector('#detail h2')?.textContent === 'Request #' + location.hash.split('/r/')[1] &&
+		document.querySelectorAll('#detail .change').length > 0 && document.querySelectorAll('#detail svg.shape rect').length > 0 &&
+		[...document.querySelectorAll('#detail .change pre')].every(p => p.clientHeight > 0)`)
 
 	// The whole page, from the top, once laid out.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
@@ -195,4 +261,58 @@ func TestBrowser(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// overviewFigures is what the test reads of /ui/api/overview.
+type overviewFigures struct {
+	Totals struct {
+		Bill            float64 `json:"bill"`
+		BillUncondensed float64 `json:"bill_uncondensed"`
+		Observe         struct {
+			Requests  int64   `json:"requests"`
+			Bill      float64 `json:"bill"`
+			WouldBill float64 `json:"would_bill"`
+		} `json:"observe"`
+	} `json:"totals"`
+	BillSaving     *float64 `json:"bill_saving"`
+	CacheReadShare *float64 `json:"cache_read_share"`
+	ObserveSaving  *float64 `json:"observe_saving"`
+}
+
+func overview(t *testing.T, base string) overviewFigures {
+	t.Helper()
+	resp, err := http.Get(base + "/ui/api/overview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ov overviewFigures
+	if err := json.NewDecoder(resp.Body).Decode(&ov); err != nil {
+		t.Fatal(err)
+	}
+	return ov
+}
+
+// short is the page's short(Math.round(x)): 1.2M, 34k, 5.6k, 789.
+func short(x float64) string {
+	n := math.Round(x)
+	tenths := func(v float64) string { return strconv.FormatFloat(math.Floor(v*10+0.5)/10, 'f', 1, 64) }
+	switch {
+	case math.Abs(n) >= 1e7:
+		return strconv.FormatFloat(math.Floor(n/1e6+0.5), 'f', 0, 64) + "M"
+	case math.Abs(n) >= 1e6:
+		return tenths(n/1e6) + "M"
+	case math.Abs(n) >= 1e4:
+		return strconv.FormatFloat(math.Floor(n/1e3+0.5), 'f', 0, 64) + "k"
+	case math.Abs(n) >= 1e3:
+		return tenths(n/1e3) + "k"
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64)
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return nil
+	}
+	return *f
 }

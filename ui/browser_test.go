@@ -2,20 +2,25 @@ package ui
 
 import (
 	"context"
+	"fmt"
 	"image"
 	"image/color"
 	"image/draw"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // chromium finds a Chromium to drive: $CHROMIUM, else Debian's chromium.
@@ -34,12 +39,12 @@ func chromium() string {
 // tab starts a headless Chromium for t and returns its tab and a function
 // returning the console errors seen so far (script errors, uncaught
 // exceptions, failed loads, CSP violations). Without a Chromium the test
-// skips, except under CI=true, where it fails.
+// skips, except in CI (testenv.InCI), where it fails.
 func tab(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
 	path := chromium()
 	if path == "" {
-		if os.Getenv("CI") == "true" {
+		if testenv.InCI() {
 			t.Fatal("no chromium: .ci/run installs Debian's chromium")
 		}
 		t.Skip("no chromium (set CHROMIUM or install Debian's chromium)")
@@ -175,6 +180,9 @@ func TestBrowserAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll("the numbers-only list", `!document.querySelector('#numbers-only').hidden && document.querySelectorAll('#convs tbody tr').length === 1`)
+	// Bills are numbers: shown to this viewer too.
+	poll("the numbers-only bill", `[...document.querySelectorAll('#cards .stat')].some(c => c.querySelector('.label').textContent === 'Bill (estimated)' && /^[\d.]+[kM]? → [\d.]+[kM]?$/.test(c.querySelector('.value').textContent)) &&
+		/^[\d.]+[kM]? \(-?[\d.]+%\)$/.test(document.querySelector('#convs tbody tr').children[6].textContent)`)
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('#convs tbody tr').click()`)); err != nil {
 		t.Fatal(err)
 	}
@@ -197,4 +205,64 @@ func TestBrowserAccess(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
 	}
+}
+
+// TestBrowserDeferredAndObserve: a deferred request is marked in its
+// conversation's table and its detail gives the engine's reason; an
+// observe request says what auto would have applied and billed.
+func TestBrowserDeferredAndObserve(t *testing.T) {
+	ctx, consoleErrors := tab(t)
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
+	t0 := time.Now().Add(-10 * time.Minute)
+	evs := session(bearer("ka"), "conv-d", "claude-sonnet-4", "agent/1", t0, 3)
+	why := "condensing now would cost about 41000 input tokens' worth (re-writing 32800 tokens, 1 summaries) and save about 9000 over the 3 requests expected to follow"
+	evs[1].Report.Deferred, evs[1].Report.Reason = why, "over threshold; deferred: "+why
+	record(u, evs)
+	obs := observed(session(bearer("ka"), "conv-o", "gpt-4o", "agent/1", t0, 40))
+	record(u, obs)
+	srv := httptest.NewServer(u)
+	t.Cleanup(func() { u.Close(); srv.Close() })
+	var ids [2]string
+	u.st.mu.Lock()
+	for _, c := range u.st.byID {
+		if c.key.conv == "conv-d" {
+			ids[0] = c.id
+		} else {
+			ids[1] = c.id
+		}
+	}
+	u.st.mu.Unlock()
+
+	poll := func(what, js string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v (console: %v)", what, err, consoleErrors())
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui#/c/"+ids[0]+"/r/2")); err != nil {
+		t.Fatal(err)
+	}
+	poll("the deferred badge", `[...document.querySelectorAll('#conv tbody tr')].filter(r => r.querySelector('.badge.deferred')).map(r => r.children[0].textContent).join() === '#2'`)
+	poll("the deferred reason", `[...document.querySelectorAll('#detail .chip.deferred')].some(c => c.textContent === `+strconv.Quote("deferred "+why)+`)`)
+
+	last := obs[len(obs)-1].Report
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui#/c/"+ids[1]+"/r/"+fmt.Sprint(len(obs)))); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("observe → would apply %s, %s tokens", last.WouldApply, commas(last.WouldTokensAfter))
+	poll("the observe row", `document.querySelector('#conv tbody tr')?.children[3].textContent === '`+want+`'`)
+	poll("the would-be bill", `[...document.querySelectorAll('#detail .chip')].some(c => c.textContent.startsWith('would bill `+commas(int(math.Round(last.WouldBill)))+` '))`)
+	poll("the observe card", `[...document.querySelectorAll('#cards .stat.observe .sub')].some(c => c.textContent.includes('40 requests observed'))`)
+	if errs := consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// commas writes n as the page does (en-US grouping).
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -4,5 +4,6 @@ package ui
 var (
 	Tab      = tab
 	Session  = session
+	Observed = observed
 	Paletted = paletted
 )

@@ -35,6 +35,7 @@ func session(scope, conv, model, ua string, start time.Time, n int) []proxy.Even
 	summarizedTo := 0 // items [2, summarizedTo) are summarized
 	condensations := 0
 	var prevFwd []condense.ItemShape
+	prevReceived := -1
 	var out []proxy.Event
 	for i := 0; i < n; i++ {
 		if i > 0 {
@@ -123,11 +124,62 @@ func session(scope, conv, model, ua string, start time.Time, n int) []proxy.Even
 		if prevFwd != nil {
 			rep.PrefixReused = commonPrefix(prevFwd, fwd)
 		}
-		prevFwd = fwd
+		priced(&rep, prevReceived)
+		prevFwd, prevReceived = fwd, before
 		out = append(out, proxy.Event{
 			Time: start.Add(time.Duration(i) * 20 * time.Second), Scope: scope, Route: "chat", Mode: condense.ModeAuto,
 			UserAgent: ua, Status: 200, Duration: 900*time.Millisecond + time.Duration(i%7)*130*time.Millisecond, Report: rep,
 		})
+	}
+	return out
+}
+
+// Prices of the fixture's bills, in units of the input price, and the
+// shortest prefix a provider caches.
+const (
+	readPrice, writePrice = 0.1, 1.25
+	minCached             = 1024
+)
+
+// priced fills rep's bill as the engine estimates it, every request
+// within the cache's lifetime: the forwarded request reads its prefix
+// reused from the cache; uncondensed, the request as received reads the
+// previous request as received (prevReceived, -1: none), the conversation
+// growing append-only.
+func priced(rep *condense.Report, prevReceived int) {
+	rep.Family = rep.Model
+	rep.CacheRead, rep.UncondensedRead = 0, 0
+	if rep.PrefixReused >= minCached {
+		rep.CacheRead = min(rep.PrefixReused, rep.TokensAfter)
+	}
+	rep.CacheWrite = rep.TokensAfter - rep.CacheRead
+	rep.Bill = readPrice*float64(rep.CacheRead) + writePrice*float64(rep.CacheWrite)
+	if prevReceived >= minCached {
+		rep.UncondensedRead = min(prevReceived, rep.TokensBefore)
+	}
+	rep.UncondensedWrite = rep.TokensBefore - rep.UncondensedRead
+	rep.BillUncondensed = readPrice*float64(rep.UncondensedRead) + writePrice*float64(rep.UncondensedWrite)
+}
+
+// observed turns a session's events into observe mode's: each request
+// forwarded as received (billed as uncondensed), with what auto did in
+// session as what it would have done.
+func observed(evs []proxy.Event) []proxy.Event {
+	out := make([]proxy.Event, len(evs))
+	for i, ev := range evs {
+		r := &ev.Report
+		r.WouldApply, r.WouldTokensAfter, r.WouldBill = r.Applied, r.TokensAfter, r.Bill
+		r.WouldCacheRead, r.WouldCacheWrite = r.CacheRead, r.CacheWrite
+		r.Applied, r.TokensAfter, r.Changes, r.Forwarded = condense.AppliedObserve, r.TokensBefore, nil, nil
+		r.CacheRead, r.CacheWrite, r.Bill = r.UncondensedRead, r.UncondensedWrite, r.BillUncondensed
+		r.Summaries, r.Cache, r.Degraded, r.Calls = "", "", "", 0
+		r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+		r.PrefixReused = -1
+		if i > 0 {
+			r.PrefixReused = evs[i-1].Report.TokensBefore
+		}
+		ev.Mode = condense.ModeObserve
+		out[i] = ev
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/memory"
 	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
@@ -60,6 +62,8 @@ type store struct {
 	models   map[string]*modelCounts
 	degraded map[string]int
 	minute   [minutes]minuteCounts
+
+	keepAlive func() KeepAliveStats // nil: keep-alive is off
 }
 
 type convKey struct{ scope, conv string }
@@ -77,7 +81,9 @@ type conversation struct {
 	total     int // requests seen, including those no longer kept
 	condensed int
 	degraded  int
-	rows      []row // ring: request n is at (n-1) % cap
+	bill      billSums    // every request seen, including those no longer kept
+	observed  observeSums // its requests in observe mode
+	rows      []row       // ring: request n is at (n-1) % cap
 	transient *detail
 	prevIDs   map[string]string // the previous request's changes (key → its kept copy), to tell new ones
 	elem      *list.Element
@@ -104,7 +110,21 @@ type row struct {
 	windows   int
 	fresh     [3]int // changes by kind not in the previous request
 	degraded  bool
-	detail    *detail
+	// The estimated bill (condense.Report): cache reads and writes of
+	// the request forwarded, its bill and the bill uncondensed.
+	cacheRead, cacheWrite int
+	bill, billUncondensed float64
+	deferred              bool // over the threshold, forwarded as received by condense.defer
+	// Observe mode (applied "observe"): what auto would have forwarded.
+	wouldApply            string
+	wouldAfter            int
+	wouldBill             float64
+	wouldRead, wouldWrite int
+	// compaction names the agent when the request was its own compaction
+	// request (a name from the engine's table, never request text).
+	compaction string
+	recalls    int // condense_recall calls the proxy answered
+	detail     *detail
 }
 
 // detail is what the detail view needs beyond the row; its strings are
@@ -118,9 +138,11 @@ type detail struct {
 	summaries string
 	cache     string
 	degraded  string
+	deferred  string // why condense.defer forwarded it as received
 	changes   []condense.Change
 	received  []condense.ItemShape
 	forwarded []condense.ItemShape
+	recalls   []memory.Recalled // texts clipped
 }
 
 // totals are the overview counters since start.
@@ -137,6 +159,61 @@ type totals struct {
 	Summaries       int64 `json:"summaries"` // changes by kind
 	Digests         int64 `json:"digests"`
 	Windows         int64 `json:"windows"`
+	Deferred        int64 `json:"deferred"` // over the threshold, forwarded as received by condense.defer
+	Recalls         int64 `json:"recalls"`  // condense_recall calls the proxy answered
+	billSums
+	Observe observeSums `json:"observe"`
+}
+
+// billSums add up the engine's bill estimates (condense.Report): tokens
+// of the requests forwarded read from the provider's prompt cache and
+// written, the same for the requests had they gone as received, and the
+// bills of both in units of the model's input price.
+type billSums struct {
+	CacheRead        int64  `json:"cache_read"`
+	CacheWrite       int64  `json:"cache_write"`
+	UncondensedRead  int64  `json:"uncondensed_read"`
+	UncondensedWrite int64  `json:"uncondensed_write"`
+	Bill             inputs `json:"bill"`
+	BillUncondensed  inputs `json:"bill_uncondensed"`
+}
+
+func (b *billSums) add(rep *condense.Report) {
+	b.CacheRead += int64(rep.CacheRead)
+	b.CacheWrite += int64(rep.CacheWrite)
+	b.UncondensedRead += int64(rep.UncondensedRead)
+	b.UncondensedWrite += int64(rep.UncondensedWrite)
+	b.Bill += inputsOf(rep.Bill)
+	b.BillUncondensed += inputsOf(rep.BillUncondensed)
+}
+
+// observeSums add up the requests of observe mode (applied "observe"):
+// forwarded as received, with what auto would have forwarded instead.
+type observeSums struct {
+	Requests         int64  `json:"requests"`
+	WouldCondense    int64  `json:"would_condense"` // auto would have condensed them
+	TokensReceived   int64  `json:"tokens_received"`
+	WouldTokensAfter int64  `json:"would_tokens_after"`
+	Bill             inputs `json:"bill"` // of the requests as received (and forwarded)
+	WouldBill        inputs `json:"would_bill"`
+	WouldCacheRead   int64  `json:"would_cache_read"`
+	WouldCacheWrite  int64  `json:"would_cache_write"`
+}
+
+func (o *observeSums) add(rep *condense.Report) {
+	if rep.Applied != condense.AppliedObserve {
+		return
+	}
+	o.Requests++
+	if appliedKey(rep.WouldApply) != condense.AppliedNone {
+		o.WouldCondense++
+	}
+	o.TokensReceived += int64(rep.TokensBefore)
+	o.WouldTokensAfter += int64(rep.WouldTokensAfter)
+	o.Bill += inputsOf(rep.Bill)
+	o.WouldBill += inputsOf(rep.WouldBill)
+	o.WouldCacheRead += int64(rep.WouldCacheRead)
+	o.WouldCacheWrite += int64(rep.WouldCacheWrite)
 }
 
 // modeCounts are the outcomes of requests asking for one mode.
@@ -147,6 +224,7 @@ type modeCounts struct {
 	NotCounted int64            `json:"not_counted"`
 	Applied    map[string]int64 `json:"applied"` // full, selective, truncate
 	Degraded   int64            `json:"degraded"`
+	Deferred   int64            `json:"deferred"` // of the unchanged
 }
 
 type modelCounts struct {
@@ -158,6 +236,34 @@ type modelCounts struct {
 	PrefixReused    int64 `json:"prefix_reused"`
 	PrefixForwarded int64 `json:"prefix_forwarded"`
 	SummarizerCalls int64 `json:"summarizer_calls"`
+	billSums
+}
+
+// inputs is an amount billed in units of the model's input price (input
+// tokens' worth), kept in thousandths so that sums are exact whatever the
+// order requests are recorded in. In JSON it is a plain number of input
+// tokens' worth.
+type inputs int64
+
+// inputsOf rounds f to thousandths; NaN, infinities and amounts beyond
+// 10^15 (no bill is) count as none rather than overflow.
+func inputsOf(f float64) inputs {
+	if math.IsNaN(f) || math.Abs(f) > 1e15 {
+		return 0
+	}
+	return inputs(math.Round(f * 1000))
+}
+
+func (v inputs) float() float64 { return float64(v) / 1000 }
+
+func (v inputs) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, v.float(), 'f', -1, 64), nil
+}
+
+func (v *inputs) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	*v = inputsOf(f)
+	return err
 }
 
 type minuteCounts struct {
@@ -185,7 +291,7 @@ func outcomeOf(rep *condense.Report) string {
 	switch {
 	case !rep.Counted:
 		return outcomeNotCounted
-	case rep.Applied != "" && rep.Applied != condense.AppliedNone:
+	case rep.Applied != "" && rep.Applied != condense.AppliedNone && rep.Applied != condense.AppliedObserve:
 		return outcomeCondensed
 	case rep.Trigger > 0 && rep.TokensBefore > rep.Trigger:
 		return outcomeUnchanged
@@ -223,6 +329,7 @@ func (s *store) record(ev *proxy.Event) {
 	defer s.mu.Unlock()
 	t := &s.tot
 	t.Requests++
+	t.Recalls += int64(len(ev.Recalls))
 	if ev.Status >= 400 || ev.Status == 0 {
 		t.Errors++
 	}
@@ -234,6 +341,11 @@ func (s *store) record(ev *proxy.Event) {
 		t.PrefixRequests++
 	}
 	t.SummarizerCalls += int64(rep.Calls)
+	t.billSums.add(rep)
+	t.Observe.add(rep)
+	if rep.Deferred != "" {
+		t.Deferred++
+	}
 	if degraded {
 		t.Degraded++
 		reason := degradedCategory(rep.Degraded)
@@ -265,9 +377,12 @@ func (s *store) record(ev *proxy.Event) {
 	if degraded {
 		mc.Degraded++
 	}
+	if rep.Deferred != "" {
+		mc.Deferred++
+	}
 
 	if rep.Counted {
-		model := rep.Model
+		model := boundedModel(rep.Model)
 		m := s.models[model]
 		if m == nil {
 			if len(s.models) >= maxModels {
@@ -283,6 +398,7 @@ func (s *store) record(ev *proxy.Event) {
 		m.TokensReceived += int64(rep.TokensBefore)
 		m.TokensForwarded += int64(rep.TokensAfter)
 		m.SummarizerCalls += int64(rep.Calls)
+		m.billSums.add(rep)
 		if out == outcomeCondensed {
 			m.Condensed++
 		}
@@ -347,8 +463,8 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 	if c.transient != nil {
 		s.dropDetail(c.transient)
 	}
-	if c.model != rep.Model {
-		c.model = strings.Clone(rep.Model)
+	if model := boundedModel(rep.Model); c.model != model {
+		c.model = strings.Clone(model)
 	}
 	ua := ev.UserAgent
 	if len(ua) > maxUserAgent {
@@ -368,21 +484,31 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 	if rep.Degraded != "" {
 		c.degraded++
 	}
+	c.bill.add(rep)
+	c.observed.add(rep)
 	fresh := c.freshChanges(rep.Changes)
 
 	r := row{
 		n: c.total, time: ev.Time, status: ev.Status, duration: ev.Duration,
 		mode: modeKey(ev.Mode), applied: appliedKey(rep.Applied), outcome: out,
 		before: rep.TokensBefore, after: rep.TokensAfter, window: rep.Window, trigger: rep.Trigger,
-		calls: rep.Calls, prefix: -1, messages: rep.Messages,
+		calls: rep.Calls, prefix: -1, messages: rep.Messages, compaction: rep.AgentCompaction,
 		summaries: kinds[0], digests: kinds[1], windows: kinds[2], fresh: fresh,
-		degraded: rep.Degraded != "",
+		degraded:  rep.Degraded != "",
+		cacheRead: rep.CacheRead, cacheWrite: rep.CacheWrite, bill: rep.Bill, billUncondensed: rep.BillUncondensed,
+		deferred: rep.Deferred != "", recalls: len(ev.Recalls),
+	}
+	if rep.Applied == condense.AppliedObserve {
+		r.wouldApply, r.wouldAfter, r.wouldBill = appliedKey(rep.WouldApply), rep.WouldTokensAfter, rep.WouldBill
+		r.wouldRead, r.wouldWrite = rep.WouldCacheRead, rep.WouldCacheWrite
 	}
 	if prefixKnown(rep) {
 		r.prefix = rep.PrefixReused
 	}
-	r.detail = s.newDetail(c, rep)
-	if r.detail != nil && out != outcomeCondensed && !r.degraded {
+	r.detail = s.newDetail(c, rep, ev.Recalls)
+	// Condensed, degraded, deferred and recalling requests keep their
+	// detail (within the budget); any other only while it is the latest.
+	if r.detail != nil && out != outcomeCondensed && !r.degraded && !r.deferred && r.recalls == 0 {
 		c.transient = r.detail
 	}
 	if len(c.rows) < s.maxReqs {
@@ -460,9 +586,12 @@ func (s *store) dropConversation(c *conversation) {
 
 // newDetail copies what the detail view needs from rep and adds it to the
 // budget; nil when it alone is over the budget.
-func (s *store) newDetail(c *conversation, rep *condense.Report) *detail {
+func (s *store) newDetail(c *conversation, rep *condense.Report, recalls []memory.Recalled) *detail {
 	d := &detail{conv: c, n: c.total}
-	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded)
+	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded) + len(rep.Deferred)
+	for _, rc := range recalls {
+		size += 128 + min(len(rc.Answer), maxTextBytes) + min(len(rc.Query), maxTextBytes) + 40*len(rc.Items)
+	}
 	for i := range rep.Changes {
 		size += 128 + min(len(rep.Changes[i].Text), maxTextBytes) + len(rep.Changes[i].Tool) + len(rep.Changes[i].ID)
 	}
@@ -475,6 +604,7 @@ func (s *store) newDetail(c *conversation, rep *condense.Report) *detail {
 	d.summaries = strings.Clone(rep.Summaries)
 	d.cache = strings.Clone(rep.Cache)
 	d.degraded = strings.Clone(rep.Degraded)
+	d.deferred = strings.Clone(rep.Deferred)
 	if len(rep.Changes) > 0 {
 		d.changes = make([]condense.Change, len(rep.Changes))
 		for i, ch := range rep.Changes {
@@ -484,6 +614,10 @@ func (s *store) newDetail(c *conversation, rep *condense.Report) *detail {
 			ch.Text = clip(ch.Text)
 			d.changes[i] = ch
 		}
+	}
+	for _, rc := range recalls {
+		d.recalls = append(d.recalls, memory.Recalled{Query: clip(rc.Query), ID: strings.Clone(rc.ID), Outcome: internKind(rc.Outcome),
+			Items: slices.Clone(rc.Items), Answer: clip(rc.Answer)})
 	}
 	d.received = copyShapes(rep.Received)
 	d.forwarded = copyShapes(rep.Forwarded)
@@ -577,6 +711,15 @@ func internKind(k string) string {
 	return strings.Clone(k)
 }
 
+// boundedModel is the model name the page keeps: proxy.ModelName's
+// bound, and the name itself (not a copy) when it is short enough.
+func boundedModel(m string) string {
+	if len(m) <= proxy.MaxModelName {
+		return m
+	}
+	return proxy.ModelName(m)
+}
+
 func modeKey(m string) string {
 	if m == "" {
 		return condense.ModeAuto
@@ -597,6 +740,8 @@ func appliedKey(a string) string {
 		return condense.AppliedTruncate
 	case condense.ModeSelective:
 		return condense.ModeSelective
+	case condense.AppliedObserve:
+		return condense.AppliedObserve
 	}
 	return otherKey
 }

@@ -19,8 +19,8 @@
 //
 // Who sees what (see viewerOf): with keys configured, an accepted key is
 // needed (401 otherwise); admin keys see everything, other keys their own
-// scope's conversations. With no keys, loopback clients see everything and
-// others numbers only. The record is this process's: each replica has its
+// scope's conversations. With no keys, everyone sees numbers only (with
+// Options.TrustLoopback, loopback clients see everything). The record is this process's: each replica has its
 // own.
 package ui
 
@@ -49,6 +49,13 @@ type Options struct {
 	AuthKeys []string
 	// AdminKeys (ui.keys) open the page for every conversation.
 	AdminKeys []string
+	// TrustLoopback, when no keys are configured, shows loopback clients
+	// whose request came through no forwarding proxy every conversation
+	// with its content (for a demo on one's own machine). Default false:
+	// without keys everyone sees numbers only; content needs a key. A
+	// socket address alone cannot tell a person at the machine from a
+	// reverse proxy on the same host relaying anyone.
+	TrustLoopback bool
 	// Scope maps request headers to the caller scope the proxy records
 	// (the proxy's own function). Nil: no key owns a conversation, so
 	// non-admin keys see none.

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -72,7 +73,7 @@ func record(u *UI, evs []proxy.Event) {
 }
 
 func TestOverviewCounts(t *testing.T) {
-	u := New(Options{Scope: scopeOf})
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
 	now := time.Now()
 	u.now = func() time.Time { return now }
 	evs := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", now.Add(-17*time.Minute), 50)
@@ -161,7 +162,7 @@ func TestOverviewCounts(t *testing.T) {
 }
 
 func TestConversationsAndTimeline(t *testing.T) {
-	u := New(Options{Scope: scopeOf})
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
 	t0 := time.Now().Add(-time.Hour)
 	a := session(bearer("ka"), "conv-a", "gpt-4o", "agent-a/1", t0, 30)
 	b := session(bearer("kb"), "conv-b", "claude-sonnet-4", "agent-b/2", t0.Add(time.Minute), 10)
@@ -217,7 +218,7 @@ func TestConversationsAndTimeline(t *testing.T) {
 }
 
 func TestRequestDetail(t *testing.T) {
-	u := New(Options{Scope: scopeOf})
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
 	evs := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", time.Now(), 45)
 	// The report's strings are views into a buffer the proxy reuses: the
 	// page must keep copies.
@@ -274,7 +275,7 @@ func TestRequestDetail(t *testing.T) {
 }
 
 func TestBounds(t *testing.T) {
-	u := New(Options{Scope: scopeOf, MaxConversations: 2, MaxRequestsPerConversation: 5, MaxDetailBytes: 6000})
+	u := New(Options{Scope: scopeOf, TrustLoopback: true, MaxConversations: 2, MaxRequestsPerConversation: 5, MaxDetailBytes: 6000})
 	t0 := time.Now()
 	record(u, session("s1", "c1", "m", "ua", t0, 3))
 	record(u, session("s2", "c2", "m", "ua", t0, 3))
@@ -332,11 +333,44 @@ func TestNamesAreBounded(t *testing.T) {
 	}
 }
 
+// TestLongModelNamesBounded: requests with 1 MB model names (as a Recorder
+// other than the proxy may hand them) leave the overview and the
+// conversation list small: names cut to proxy.MaxModelName, distinct
+// ones kept apart, those past maxModels folded into one row.
+func TestLongModelNamesBounded(t *testing.T) {
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
+	for i := range 70 {
+		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Status: 200, Report: condense.Report{
+			Counted: true, Model: strings.Repeat("m", 1<<20) + fmt.Sprint(i), Conversation: fmt.Sprint("c", i),
+			TokensBefore: 10, TokensAfter: 10,
+		}})
+	}
+	var ov overviewResp
+	w := call(t, u, "/ui/api/overview", loopback, &ov)
+	if w.Body.Len() > 64<<10 {
+		t.Errorf("overview of %d bytes", w.Body.Len())
+	}
+	names := map[string]bool{}
+	for _, m := range ov.Models {
+		if len(m.Model) > proxy.MaxModelName {
+			t.Fatalf("model name of %d bytes in the overview", len(m.Model))
+		}
+		names[m.Model] = true
+	}
+	if len(ov.Models) != maxModels+1 || len(names) != len(ov.Models) || !names[otherKey] {
+		t.Errorf("%d model rows (%d distinct), want %d with %q", len(ov.Models), len(names), maxModels+1, otherKey)
+	}
+	w = call(t, u, "/ui/api/conversations", loopback, nil)
+	if w.Body.Len() > 256<<10 {
+		t.Errorf("conversation list of %d bytes", w.Body.Len())
+	}
+}
+
 // TestAuthRules checks every data endpoint under each way of configuring
 // keys and each kind of viewer.
 func TestAuthRules(t *testing.T) {
-	newUI := func(auth, admin []string) (*UI, string, string) {
-		u := New(Options{Scope: scopeOf, AuthKeys: auth, AdminKeys: admin})
+	newUI := func(auth, admin []string, trust bool) (*UI, string, string) {
+		u := New(Options{Scope: scopeOf, AuthKeys: auth, AdminKeys: admin, TrustLoopback: trust})
 		t0 := time.Now()
 		record(u, session(bearer("ka"), "conv-a", "gpt-4o", "agent-a/1", t0, 45))
 		// kb's agent sends its key as x-api-key.
@@ -349,10 +383,11 @@ func TestAuthRules(t *testing.T) {
 		u.st.mu.Unlock()
 		return u, ids["agent-a/1"], ids["agent-b/1"]
 	}
-	open, openA, openB := newUI(nil, nil)
-	keyed, keyedA, keyedB := newUI([]string{"ka", "kb"}, []string{"admin"})
-	adminOnly, adminA, adminB := newUI(nil, []string{"admin"})
-	callerOnly, callerA, callerB := newUI([]string{"ka", "kb"}, nil)
+	open, openA, openB := newUI(nil, nil, false)
+	trusting, trustA, trustB := newUI(nil, nil, true)
+	keyed, keyedA, keyedB := newUI([]string{"ka", "kb"}, []string{"admin"}, true)
+	adminOnly, adminA, adminB := newUI(nil, []string{"admin"}, false)
+	callerOnly, callerA, callerB := newUI([]string{"ka", "kb"}, nil, false)
 
 	tests := []struct {
 		name   string
@@ -364,10 +399,18 @@ func TestAuthRules(t *testing.T) {
 		sees   string // which conversations are listed: "ab", "a", "b"
 		text   bool   // content shown
 	}{
-		{"open, loopback", open, openA, openB, loopback, nil, "admin", "ab", true},
+		{"open, loopback", open, openA, openB, loopback, nil, "numbers", "ab", false},
+		{"open, IPv6 loopback", open, openA, openB, "[::1]:40000", nil, "numbers", "ab", false},
 		{"open, remote", open, openA, openB, remote, nil, "numbers", "ab", false},
 		{"open, forwarded to loopback", open, openA, openB, loopback, []string{"X-Forwarded-For: 198.51.100.1"}, "numbers", "ab", false},
 		{"open, remote with a key", open, openA, openB, remote, []string{"Authorization: Bearer ka"}, "numbers", "ab", false},
+		{"trusted loopback", trusting, trustA, trustB, loopback, nil, "admin", "ab", true},
+		{"trusted IPv6 loopback", trusting, trustA, trustB, "[::1]:40000", nil, "admin", "ab", true},
+		{"trusted loopback, remote", trusting, trustA, trustB, remote, nil, "numbers", "ab", false},
+		{"trusted loopback, X-Forwarded-For", trusting, trustA, trustB, loopback, []string{"X-Forwarded-For: 198.51.100.1"}, "numbers", "ab", false},
+		{"trusted loopback, X-Real-Ip", trusting, trustA, trustB, loopback, []string{"X-Real-Ip: 198.51.100.1"}, "numbers", "ab", false},
+		{"trusted loopback, Forwarded", trusting, trustA, trustB, loopback, []string{"Forwarded: for=198.51.100.1"}, "numbers", "ab", false},
+		{"keys beat trusted loopback", keyed, keyedA, keyedB, loopback, nil, "", "", false},
 		{"keys, no key, loopback", keyed, keyedA, keyedB, loopback, nil, "", "", false},
 		{"keys, unknown key", keyed, keyedA, keyedB, loopback, []string{"Authorization: Bearer nope"}, "", "", false},
 		{"keys, caller a", keyed, keyedA, keyedB, remote, []string{"Authorization: Bearer ka"}, "caller", "a", true},
@@ -590,5 +633,62 @@ func TestKeyNeverOwnsTheAnonymousScope(t *testing.T) {
 	json.Unmarshal(rec.Body.Bytes(), &list)
 	if rec.Code != 200 || list.Access != "caller" || len(list.Conversations) != 0 {
 		t.Fatalf("%d, access %q, %d conversations", rec.Code, list.Access, len(list.Conversations))
+	}
+}
+
+// TestConcurrentRecord: eight conversations recorded from eight goroutines
+// at once give the same overview and the same timelines as recorded one
+// after the other.
+func TestConcurrentRecord(t *testing.T) {
+	t0 := time.Now().Add(-30 * time.Minute)
+	var sessions [][]proxy.Event
+	for i := range 8 {
+		sessions = append(sessions, session(bearer(fmt.Sprint("k", i)), fmt.Sprint("conv-", i), "gpt-4o", "agent/1", t0, 40))
+	}
+	serial := New(Options{Scope: scopeOf, TrustLoopback: true})
+	for _, evs := range sessions {
+		record(serial, evs)
+	}
+	parallel := New(Options{Scope: scopeOf, TrustLoopback: true})
+	var wg sync.WaitGroup
+	for _, evs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			record(parallel, evs)
+		}()
+	}
+	wg.Wait()
+
+	now := time.Now()
+	serial.now = func() time.Time { return now }
+	parallel.now = func() time.Time { return now }
+	var a, b overviewResp
+	call(t, serial, "/ui/api/overview", loopback, &a)
+	call(t, parallel, "/ui/api/overview", loopback, &b)
+	if a.Totals != b.Totals || a.Totals.Requests != 8*40 {
+		t.Fatalf("totals\nserial   %+v\nparallel %+v", a.Totals, b.Totals)
+	}
+	// As JSON: the figures are pointers (null when not defined).
+	sa, _ := json.Marshal([]any{a.Outcomes, a.Applied, a.Models, a.Minutes, a.BillSaving, a.CacheReadShare})
+	sb, _ := json.Marshal([]any{b.Outcomes, b.Applied, b.Models, b.Minutes, b.BillSaving, b.CacheReadShare})
+	if string(sa) != string(sb) {
+		t.Errorf("overview differs:\nserial   %s\nparallel %s", sa, sb)
+	}
+	var la, lb listResp
+	call(t, serial, "/ui/api/conversations", loopback, &la)
+	call(t, parallel, "/ui/api/conversations", loopback, &lb)
+	if len(la.Conversations) != 8 || len(lb.Conversations) != 8 {
+		t.Fatalf("%d and %d conversations, want 8", len(la.Conversations), len(lb.Conversations))
+	}
+	for _, c := range la.Conversations {
+		var ca, cb convResp
+		call(t, serial, "/ui/api/conversations/"+c.ID, loopback, &ca)
+		if w := call(t, parallel, "/ui/api/conversations/"+c.ID, loopback, &cb); w.Code != 200 {
+			t.Fatalf("conversation %s missing from the parallel record", c.ID)
+		}
+		if fmt.Sprint(ca.Requests) != fmt.Sprint(cb.Requests) {
+			t.Errorf("conversation %s: timelines differ", c.ID)
+		}
 	}
 }

@@ -64,6 +64,14 @@ type Request struct {
 	// server-side state with previous_response_id): it is counted and
 	// reported, never condensed.
 	Untouchable string
+	// Compaction, when set, names the agent whose own compaction request
+	// this is: its last message is a user message opening with the
+	// agent's summary instruction ("claude-code", "codex"…), or it asks
+	// the upstream to compact the conversation (a Responses
+	// compaction_trigger, with Untouchable set too). The engine never
+	// summarizes such a request: it is forwarded as received when it fits
+	// the window, with digests of its tool outputs only when it does not.
+	Compaction string
 
 	// Parsed reports that Parse ran.
 	Parsed bool

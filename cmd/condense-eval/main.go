@@ -19,8 +19,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/eval"
 )
@@ -32,6 +35,54 @@ func main() {
 		fmt.Fprintln(os.Stderr, "condense-eval:", err)
 		os.Exit(1)
 	}
+}
+
+// billSuite sets cfg to the bill suite: the sessions users meet (1–3× the
+// window, and 10×), threshold 0.75 and target 0.5 unless the flags say
+// otherwise, the model priced Anthropic-style (cache reads 0.1, writes
+// 1.25) so the planner plans for the bill measured, summaries of about
+// 1,000 tokens.
+func billSuite(cfg *eval.Config, window int, lengths, formats string) error {
+	if cfg.Threshold == 0.8 {
+		cfg.Threshold = 0.75
+	}
+	cfg.Model = &config.ModelConfig{ContextWindow: window, Encoding: "o200k_base", SafetyFactor: 1, CacheRead: 0.1, CacheWrite: 1.25, CacheTTL: 5 * time.Minute}
+	cfg.SummaryTokens = 1000
+	cfg.FaithfulSummaries = true
+	if len(cfg.Modes) == 0 {
+		cfg.Modes = eval.BillModes
+	}
+	// About 3.2 characters a token in the synthetic sessions.
+	chars := func(x float64) int { return int(x * float64(window) * 3.2) }
+	for _, format := range strings.Split(formats, ",") {
+		switch format {
+		case "chat":
+			for _, l := range strings.Split(lengths, ",") {
+				x, err := strconv.ParseFloat(l, 64)
+				if err != nil || x <= 0 {
+					return fmt.Errorf("--lengths: %q is not a positive number", l)
+				}
+				// The opt-in modes where their goals are set: defer at 1×,
+				// eager at 2.5×; the 10× sessions in the four main modes.
+				modes := []string{"off", "full", "selective", "auto"}
+				switch x {
+				case 1:
+					modes = append(modes, "full-defer", "selective-defer", "auto-defer")
+				case 2.5:
+					modes = append(modes, "selective-eager")
+				}
+				for _, seed := range []int{1, 2} {
+					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%d:%d", seed, chars(x)), Window: window, Length: x, Modes: modes})
+				}
+			}
+		case "messages", "responses":
+			cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:3:%d:reasoning", chars(2.5)), Window: window, Format: format, Length: 2.5,
+				Modes: []string{"off", "full", "selective", "auto"}})
+		default:
+			return fmt.Errorf("--formats: unknown format %q", format)
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -46,6 +97,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	out := fs.String("out", "EVALUATION.md", "Markdown report (empty: none)")
 	jsonOut := fs.String("json", filepath.Join("eval", "results.json"), "JSON report (empty: none)")
 	charts := fs.String("charts", "eval", "folder for the SVG charts, relative to the Markdown report's folder")
+	suite := fs.String("suite", "default", "default (the corpus and two long synthetic sessions), bill (synthetic sessions of 1x, 2.5x and 10x the window, Messages with thinking and Responses with reasoning, priced Anthropic-style, threshold 0.75) or all (both, in one report)")
+	lengths := fs.String("lengths", "1,2.5,10", "bill suite: session lengths, in windows")
+	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x)")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -54,10 +108,17 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	// The planner plans for the bill the report leads with: the model is
+	// priced Anthropic-style (cache reads 0.1, writes 1.25, 5 minutes).
+	cfg.Model = &config.ModelConfig{Encoding: "o200k_base", SafetyFactor: 1, CacheRead: 0.1, CacheWrite: 1.25, CacheTTL: 5 * time.Minute}
+	known := eval.Modes
+	if *suite == "bill" {
+		known = eval.BillModes
+	}
 	if *modes != "" {
 		for _, name := range strings.Split(*modes, ",") {
 			found := false
-			for _, m := range eval.Modes {
+			for _, m := range known {
 				if m.Name == strings.TrimSpace(name) {
 					cfg.Modes = append(cfg.Modes, m)
 					found = true
@@ -69,7 +130,24 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	command := "go run ./cmd/condense-eval " + strings.Join(args, " ")
-	if fs.NArg() == 0 {
+	var bill *eval.Config
+	switch *suite {
+	case "bill":
+		if err := billSuite(&cfg, *window, *lengths, *formats); err != nil {
+			return err
+		}
+	case "all":
+		// The default suite, then the bill suite with its own settings.
+		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log}
+		if err := billSuite(&bc, *window, *lengths, *formats); err != nil {
+			return err
+		}
+		bill = &bc
+	case "default":
+	default:
+		return fmt.Errorf("unknown suite %q", *suite)
+	}
+	if fs.NArg() == 0 && *suite != "bill" {
 		files, err := corpus.Files(*corpusDir)
 		if err != nil {
 			return fmt.Errorf("reading the corpus (%s): %w", *corpusDir, err)
@@ -106,6 +184,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if bill != nil {
+		if rep.BillSuite, err = eval.Run(ctx, *bill); err != nil {
+			return err
+		}
+		rep.BillSuite.Command = strings.TrimSpace(command)
+	}
 	if *out != "" {
 		dir := filepath.Join(filepath.Dir(*out), *charts)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -132,6 +216,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 	problems := rep.Check(0.95)
+	if *suite == "bill" {
+		problems = append(problems, rep.CheckBill(eval.IssueGoals)...)
+	}
+	if *suite != "bill" {
+		problems = append(problems, rep.CheckCorpusBill(eval.IssueGoals.AutoSlack)...)
+	}
+	if rep.BillSuite != nil {
+		problems = append(problems, rep.BillSuite.Check(0.95)...)
+		problems = append(problems, rep.BillSuite.CheckBill(eval.IssueGoals)...)
+	}
 	for _, p := range problems {
 		fmt.Fprintln(stderr, "check failed:", p)
 	}

@@ -65,7 +65,9 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	if u, err := url.Parse(env["CONDENSE_REDIS_URL"]); err != nil || u.Hostname() != "redis" {
 		t.Errorf("redis URL %q does not point at the redis service", env["CONDENSE_REDIS_URL"])
 	}
-	if !strings.HasSuffix(env["CONDENSE_LISTEN"], ":8080") || len(proxySvc.Ports) == 0 || proxySvc.Ports[0] != "8080:8080" {
+	// The default listen address is loopback only, unreachable through a
+	// published port: the compose file says every interface, explicitly.
+	if env["CONDENSE_LISTEN"] != "0.0.0.0:8080" || len(proxySvc.Ports) == 0 || proxySvc.Ports[0] != "8080:8080" {
 		t.Errorf("listen %q / ports %v disagree", env["CONDENSE_LISTEN"], proxySvc.Ports)
 	}
 	if proxySvc.Build == nil {
@@ -134,7 +136,7 @@ func TestComposeMatchesTheCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"HEALTHCHECK", `"/condense-proxy", "health"`, "USER nonroot", "CGO_ENABLED=0"} {
+	for _, want := range []string{"HEALTHCHECK", `"/condense-proxy", "health"`, "USER nonroot", "CGO_ENABLED=0", `ENV CONDENSE_LISTEN="0.0.0.0:8080"`} {
 		if !strings.Contains(string(dockerfile), want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -151,15 +153,15 @@ func TestHealthCommand(t *testing.T) {
 		done <- serve(ctx, []string{"--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:1"}, io.Discard, io.Discard, nil, ready)
 	}()
 	addr := <-ready
-	if err := health(ctx, []string{"http://" + addr + "/healthz"}, nil); err != nil {
+	if err := health(ctx, []string{"http://" + addr + "/healthz"}, io.Discard, nil); err != nil {
 		t.Fatalf("health of a running proxy: %v", err)
 	}
-	if err := health(ctx, []string{"http://" + addr + "/nope-not-health"}, nil); err == nil {
+	if err := health(ctx, []string{"http://" + addr + "/nope-not-health"}, io.Discard, nil); err == nil {
 		t.Error("health passed on a path that is not /healthz")
 	}
 	cancel()
 	<-done
-	if err := health(context.Background(), []string{"http://" + addr + "/healthz"}, nil); err == nil {
+	if err := health(context.Background(), []string{"http://" + addr + "/healthz"}, io.Discard, nil); err == nil {
 		t.Error("health passed with the proxy stopped")
 	}
 }

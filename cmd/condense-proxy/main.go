@@ -2,6 +2,7 @@
 // agents' requests inside their model's context window.
 //
 //	condense-proxy [serve] [flags]            run the proxy (the default)
+//	condense-proxy demo [flags]               the proxy in front of a scripted upstream, replaying a sample
 //	condense-proxy condense [flags] FILE|-    condense one request body offline
 //	condense-proxy version                    print the version
 //	condense-proxy health [URL]               check a running proxy's /healthz

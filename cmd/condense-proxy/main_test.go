@@ -52,7 +52,7 @@ func TestHelpListsFlagsWithDefaults(t *testing.T) {
 	if err := Main(context.Background(), []string{"serve", "--help"}, &out, &errb, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"--listen", `(default ":8080")`, "--upstream", "--redis", "--config", "--threshold", "(default 0.8)"} {
+	for _, want := range []string{"--listen", `(default "127.0.0.1:8080")`, "--upstream", "--redis", "--config", "--threshold", "(default 0.8)"} {
 		if !strings.Contains(errb.String(), want) {
 			t.Errorf("help lacks %q", want)
 		}
@@ -64,6 +64,14 @@ func TestInvalidConfigStopsStartup(t *testing.T) {
 	err := Main(context.Background(), []string{"--threshold", "3", "--upstream", "nope"}, &out, &errb, nil)
 	if err == nil || !strings.Contains(err.Error(), "condense.threshold") || !strings.Contains(err.Error(), "upstream") {
 		t.Fatalf("err = %v, want both problems listed", err)
+	}
+	// NaN and absurd numbers, from flags and the environment at once.
+	err = Main(context.Background(), []string{"--threshold", "NaN", "--default-context-window", "9223372036854775807"}, &out, &errb,
+		[]string{"CONDENSE_CACHE_MAX_BYTES=9223372036854775807", "CONDENSE_CONDENSE_TARGET=+Inf"})
+	for _, key := range []string{"condense.threshold", "default_context_window", "cache_max_bytes", "condense.target"} {
+		if err == nil || !strings.Contains(err.Error(), key+":") {
+			t.Errorf("start-up error does not name %s: %v", key, err)
+		}
 	}
 }
 

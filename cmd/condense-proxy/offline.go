@@ -19,6 +19,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/app"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // offline runs the condensing engine once on a request file: the
@@ -37,7 +38,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	apiKey := fs.String("api-key", "", "key for the llm summarizer (default: $OPENAI_API_KEY)")
 	format := fs.String("format", "auto", "auto | chat | messages | responses: the request's wire format (auto: responses when the body has an input array and no messages; messages when it has a top-level system or Anthropic content blocks)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads a chat-completions or Responses request body, writes the condensed body to stdout and the report to stderr.\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads one request body — chat completions, Anthropic Messages or OpenAI Responses (--format) —\nwrites the condensed body to stdout and the report as JSON to stderr. A body that is not\nvalid JSON, or not a request of its format, is an error (exit status 1).\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -59,6 +60,18 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("reading request: %w", err)
 	}
+	name := fs.Arg(0)
+	if name == "-" {
+		name = "standard input"
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fmt.Errorf("condense: %s is not valid JSON: %v (at byte %d)", name, err, se.Offset)
+		}
+		return fmt.Errorf("condense: %s is not valid JSON: %w", name, err)
+	}
 	if !condense.ValidMode(*mode) {
 		return fmt.Errorf("condense: --mode %q is not one of %s", *mode, strings.Join(condense.Modes, ", "))
 	}
@@ -78,11 +91,11 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	cfg.ScopeSecret = "offline: no caller scopes"
 	// The limits of the model (--model, else the body's), with the
 	// window of --context-window, apply to the body whatever it names.
-	name := *model
-	if name == "" {
-		name = gjson.GetBytes(body, "model").String()
+	modelName := *model
+	if modelName == "" {
+		modelName = gjson.GetBytes(body, "model").String()
 	}
-	mi := config.NewRegistry(&cfg, nil).Lookup(name)
+	mi := config.NewRegistry(&cfg, nil).Lookup(modelName)
 	if *window > 0 {
 		mi.ContextWindow = *window
 	}
@@ -107,11 +120,19 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer a.Close(context.WithoutCancel(ctx))
 	codec := a.Codecs.Chat
+	want := "a chat completions request (no messages array)"
 	switch *format {
 	case "messages":
-		codec = a.Codecs.Messages
+		codec, want = a.Codecs.Messages, "an Anthropic Messages request (no messages array)"
 	case "responses":
-		codec = a.Codecs.Responses
+		codec, want = a.Codecs.Responses, "a Responses request (no input array)"
+	}
+	if _, err := codec.Scan(body, func(string) string { return tokenizer.O200kBase }); errors.Is(err, view.ErrNotRequest) {
+		// A single-turn Responses request (a string input) is a request
+		// with nothing to condense: it goes through unchanged.
+		if *format != "responses" || gjson.GetBytes(body, "input").Type != gjson.String {
+			return fmt.Errorf("condense: %s is not %s", name, want)
+		}
 	}
 	res, err := a.Engine.Condense(ctx, condense.Request{Body: body, Codec: codec, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
 	if err != nil {
@@ -139,6 +160,9 @@ func detectFormat(body []byte) string {
 	_, msgs := obj.Get("messages")
 	if ok && obj.Array[1] > 0 && !msgs {
 		return "responses"
+	}
+	if !msgs && gjson.GetBytes(body, "input").Type == gjson.String {
+		return "responses" // a single turn
 	}
 	if _, sys := obj.Get("system"); sys {
 		return "messages"

@@ -25,6 +25,17 @@ func startServe(t *testing.T, args ...string) (string, *fakeupstream.Server, fun
 // startServeEnv is startServe with environment entries ("KEY=value").
 func startServeEnv(t *testing.T, environ []string, args ...string) (string, *fakeupstream.Server, func() error) {
 	t.Helper()
+	return startServeWith(t, environ, io.Discard, args...)
+}
+
+// startServeLogs is startServe with the logs written to logs.
+func startServeLogs(t *testing.T, logs io.Writer, args ...string) (string, *fakeupstream.Server, func() error) {
+	t.Helper()
+	return startServeWith(t, nil, logs, args...)
+}
+
+func startServeWith(t *testing.T, environ []string, logs io.Writer, args ...string) (string, *fakeupstream.Server, func() error) {
+	t.Helper()
 	fake := fakeupstream.New()
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
@@ -33,7 +44,7 @@ func startServeEnv(t *testing.T, environ []string, args ...string) (string, *fak
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, append([]string{"--listen", "127.0.0.1:0", "--upstream", up.URL, "--summarizer", "extractive"}, args...),
-			io.Discard, io.Discard, environ, ready)
+			io.Discard, logs, environ, ready)
 	}()
 	var addr string
 	select {

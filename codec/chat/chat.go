@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -72,6 +73,13 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 		h++
 	}
 	r.Head = h
+	// The agent's own compaction request: its last message, a user
+	// message, opens with the agent's summary instruction.
+	if n := len(r.Items); n > 0 && role(n-1) == view.RoleUser {
+		if sp := sc.fields[n-1].Content; sp[1] > 0 {
+			r.Compaction = compaction.Content(r.Raw(n - 1)[sp[0]:sp[1]])
+		}
+	}
 	return r, nil
 }
 

@@ -73,6 +73,9 @@ func (c *Codec) block(enc string, b gjson.Result) int {
 		return c.counter.Text(enc, b.Get("thinking").String())
 	case "redacted_thinking":
 		return opaqueTokens(b.Get("data").Str)
+	case "compaction":
+		// Its summary by its text; a signature as nothing.
+		return c.counter.Text(enc, b.Get("content").String())
 	case "tool_use", "server_tool_use", "mcp_tool_use":
 		return c.counter.Text(enc, b.Get("name").String()) + c.counter.Text(enc, b.Get("input").Raw)
 	case "tool_result", "mcp_tool_result":

@@ -19,7 +19,7 @@ import (
 // newEngine returns the real engine with the Messages codec, extractive
 // summaries and a memory cache, for a model of the given window.
 func newEngine(window int, o condense.Options) (*condense.Engine, *Codec) {
-	c := New(sharedCounter)
+	c := New(sharedCounter, fable)
 	if o.Summarizer == "" {
 		o.Summarizer = "extractive"
 	}

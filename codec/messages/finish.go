@@ -2,7 +2,6 @@ package messages
 
 import (
 	"regexp"
-	"strings"
 
 	"github.com/tidwall/gjson"
 
@@ -25,32 +24,18 @@ import (
 // caller chose one) and adds the beta: the model loses the stale
 // reasoning, never the request. Earlier models check signatures only, and
 // their requests are forwarded with the thinking settings as received.
+// Which models bind is the model registry's to say (config's
+// thinking_binding), given to New with BindsThinking.
 
 // BindingBeta is the anthropic-beta value that enables block_binding.
 const BindingBeta = "thinking-binding-controls-2026-08-01"
-
-// bindingModels are the model name fragments of models that bind thinking
-// blocks to their prefix.
-var bindingModels = []string{"claude-fable"}
-
-// bindsThinking reports whether model binds thinking blocks to their
-// prefix.
-func bindsThinking(model string) bool {
-	m := strings.ToLower(model)
-	for _, f := range bindingModels {
-		if strings.Contains(m, f) {
-			return true
-		}
-	}
-	return false
-}
 
 var thinkingBlock = regexp.MustCompile(`"type"\s*:\s*"(?:redacted_)?thinking"`)
 
 // Finish implements view.Finisher: see the package's note on thinking
 // blocks above.
 func (c *Codec) Finish(in *view.Request, out []byte) ([]byte, []view.Header, error) {
-	if !bindsThinking(in.Model) {
+	if c.bindsThinking == nil || !c.bindsThinking(in.Model) {
 		return out, nil, nil
 	}
 	d := 0

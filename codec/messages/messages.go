@@ -12,7 +12,8 @@
 //   - outputs: each tool_result block's content, which a digest may replace
 //     with a string (tool_use_id and is_error stay); a user message's own
 //     text, which only the shrinking of the newest steps may digest;
-//   - frozen: assistant messages carrying thinking, redacted_thinking or
+//   - frozen: assistant messages carrying thinking, redacted_thinking,
+//     compaction (server compaction, compact_20260112) or
 //     server tool blocks are never edited (dropped only with their step);
 //     an output carrying a cache_control marker or an image, document or
 //     search result is never digested (markers are never added, moved or
@@ -30,6 +31,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -40,7 +42,8 @@ const Format = "messages"
 
 // Codec reads and writes Messages requests.
 type Codec struct {
-	counter *tokenizer.Counter
+	counter       *tokenizer.Counter
+	bindsThinking func(model string) bool
 }
 
 var (
@@ -48,8 +51,24 @@ var (
 	_ view.Finisher = (*Codec)(nil)
 )
 
+// Option configures a Codec.
+type Option func(*Codec)
+
+// BindsThinking tells the codec which models bind thinking blocks to
+// their prefix (see Finish): the model registry's answer. Without it no
+// model does, and thinking settings are forwarded as received.
+func BindsThinking(f func(model string) bool) Option {
+	return func(c *Codec) { c.bindsThinking = f }
+}
+
 // New returns the Messages codec, counting with counter.
-func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
+func New(counter *tokenizer.Counter, opts ...Option) *Codec {
+	c := &Codec{counter: counter}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
 
 // Format implements view.Codec.
 func (*Codec) Format() string { return Format }
@@ -71,7 +90,22 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	if len(r.Items) > 0 && isTask(r.Raw(0)) {
 		r.Head = 1
 	}
+	if n := len(r.Items); n > 0 {
+		r.Compaction = lastCompaction(r.Raw(n - 1))
+	}
 	return r, nil
+}
+
+// lastCompaction returns the agent whose compaction instruction the last
+// message carries when it is a user message ("" otherwise): Claude Code
+// sends it as the last user message's text, after the tool results of the
+// turn when it compacts in a tool loop.
+func lastCompaction(raw string) string {
+	var sp [2][2]int
+	if !tokenizer.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser || sp[1][1] == 0 {
+		return ""
+	}
+	return compaction.Content(raw[sp[1][0]:sp[1][1]])
 }
 
 // isTask reports whether a message is a user message that answers no tool

@@ -17,6 +17,9 @@ import (
 
 var sharedCounter = tokenizer.New(tokenizer.Options{})
 
+// fable binds thinking, as the registry says of Claude Fable.
+var fable = BindsThinking(func(model string) bool { return strings.Contains(model, "claude-fable") })
+
 func o200k(string) string { return tokenizer.O200kBase }
 
 func mustJSON(v any) string {
@@ -269,7 +272,7 @@ func TestTextOfAStep(t *testing.T) {
 // nothing changed before a kept thinking block, never over the caller's
 // own choice.
 func TestFinishDropBlock(t *testing.T) {
-	c := New(sharedCounter)
+	c := New(sharedCounter, fable)
 	condensed := func(model string, thinking bool) (*view.Request, []byte) {
 		b := body(claudeSession(5, 6, thinking), model, thinking)
 		r := scanParse(t, c, b)

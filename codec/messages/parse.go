@@ -2,7 +2,6 @@ package messages
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -32,22 +31,17 @@ const (
 	bCacheControl
 )
 
-// blocks returns the blocks of a message's content array (content is the
-// span of the content value in raw); ok is false when an element is not
-// an object.
-func blocks(raw string, content [2]int) ([]block, bool) {
-	arr := raw[content[0]:content[1]]
-	var out []block
-	for i := 0; ; i++ {
-		v := gjson.Get(arr, strconv.Itoa(i))
-		if !v.Exists() {
-			break
-		}
-		if !v.IsObject() || v.Index <= 0 {
+// blocks returns the blocks of a message's content array, given the
+// spans of its elements in raw; ok is false when an element is not an
+// object.
+func blocks(raw string, elems [][2]int) ([]block, bool) {
+	out := make([]block, 0, len(elems))
+	for _, e := range elems {
+		if raw[e[0]] != '{' {
 			return nil, false
 		}
-		b := block{start: content[0] + v.Index, end: content[0] + v.Index + len(v.Raw)}
-		if !tokenizer.FieldSpans(v.Raw, blockKeys[:], b.fields[:]) {
+		b := block{start: e[0], end: e[1]}
+		if !tokenizer.FieldSpans(raw[e[0]:e[1]], blockKeys[:], b.fields[:]) {
 			return nil, false
 		}
 		for k := range b.fields {
@@ -85,8 +79,14 @@ var (
 		"code_execution_tool_result": true, "bash_code_execution_tool_result": true,
 		"text_editor_code_execution_tool_result": true, "mcp_tool_use": true, "mcp_tool_result": true,
 		"container_upload": true, "tool_search_tool_result": true,
+		// Server compaction (compact_20260112): the summary of everything
+		// before it, possibly signed; sent back as received.
+		"compaction": true,
 	}
 )
+
+// topKeys are the message fields Parse reads.
+var topKeys = [2]string{"role", "content"}
 
 // Parse implements view.Codec.
 //
@@ -104,11 +104,13 @@ var (
 // blocks are frozen.
 func (c *Codec) Parse(r *view.Request) error {
 	var top [2][2]int
+	var elems [][2]int
+	lastCompaction := -1
 	for i := range r.Items {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
 		raw := r.Raw(i)
-		if !tokenizer.FieldSpans(raw, []string{"role", "content"}, top[:]) {
+		if !tokenizer.FieldSpansElems(raw, topKeys[:], top[:], "content", &elems) {
 			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
 		}
 		role := strValue(raw, top[0])
@@ -120,7 +122,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		var bs []block
 		if isArray {
 			var ok bool
-			if bs, ok = blocks(raw, content); !ok {
+			if bs, ok = blocks(raw, elems); !ok {
 				return fmt.Errorf("%w: message %d has a content block that is not an object", view.ErrInvalid, i)
 			}
 		} else if raw[content[0]] != '"' {
@@ -139,6 +141,9 @@ func (c *Codec) Parse(r *view.Request) error {
 					it.Calls = append(it.Calls, view.Call{ID: id, Name: b.value(raw, bName).Str, Args: b.value(raw, bInput).Raw})
 				case frozenAssistant[b.typ]:
 					it.Frozen = true
+					if b.typ == "compaction" {
+						lastCompaction = i
+					}
 				}
 			}
 		case view.RoleUser:
@@ -152,6 +157,15 @@ func (c *Codec) Parse(r *view.Request) error {
 	}
 	if r.Head > 0 && len(r.Items[0].Answers) > 0 {
 		r.Head = 0
+	}
+	// The API ignores what precedes the latest compaction block: the head
+	// runs through its message (and the tool results answering it), so
+	// the block is never moved and no summary goes before it.
+	if lastCompaction >= 0 {
+		r.Head = max(r.Head, lastCompaction+1)
+		for r.Head < len(r.Items) && r.Items[r.Head].Glue {
+			r.Head++
+		}
 	}
 	r.Parsed = true
 	return nil

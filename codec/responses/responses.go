@@ -32,6 +32,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -68,7 +69,38 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	r.Total += c.countRest(enc, r, obj) + replyPriming
 	r.Head = head(r)
 	r.Untouchable = untouchable(r, obj)
+	if n := len(r.Items); n > 0 {
+		lastCompaction(r, r.Raw(n-1))
+	}
 	return r, nil
+}
+
+// CompactionTrigger is what view.Request.Compaction says of a request
+// whose last input item is {"type":"compaction_trigger"}: Codex (with
+// OpenAI as provider, "remote compaction v2") asks the upstream to compact
+// the conversation and expects exactly one compaction output item back.
+const CompactionTrigger = "compaction_trigger"
+
+// lastCompaction marks the agent's own compaction request by its last
+// input item: a compaction_trigger (forwarded untouched: the upstream
+// compacts, and the trigger must stay last with the tools unchanged), or
+// a user message opening with an agent's summary instruction (Codex's
+// local compaction prompt with custom providers).
+func lastCompaction(r *view.Request, raw string) {
+	var sp [3][2]int
+	if !tokenizer.FieldSpans(raw, []string{"type", "role", "content"}, sp[:]) {
+		return
+	}
+	typ, role := strValue(raw, sp[0]), strValue(raw, sp[1])
+	switch {
+	case typ == CompactionTrigger:
+		r.Compaction = CompactionTrigger
+		if r.Untouchable == "" {
+			r.Untouchable = "compaction_trigger: the upstream compacts the conversation"
+		}
+	case (typ == "message" || typ == "") && role == view.RoleUser && sp[2][1] > 0:
+		r.Compaction = compaction.Content(raw[sp[2][0]:sp[2][1]])
+	}
 }
 
 // untouchable says why a request must be forwarded as received: it
@@ -130,7 +162,13 @@ func head(r *view.Request) int {
 	return h
 }
 
-func isCompaction(typ string) bool { return typ == "compaction" || typ == "compaction_summary" }
+// isCompaction reports whether an input item type carries, compacted,
+// everything before it: a compaction item (/v1/responses/compact, server
+// compaction, compaction_trigger's answer), its older name, and the
+// context_compaction item newer Codex versions know.
+func isCompaction(typ string) bool {
+	return typ == "compaction" || typ == "compaction_summary" || typ == "context_compaction"
+}
 
 // Note implements view.Codec: a user message with one input_text part.
 func (*Codec) Note(text string) []byte {

@@ -5,8 +5,8 @@
 // The pinned versions (ClaudeCodeVersion, CodexVersion) are installed from
 // npm by .ci/run into Dir(); Find looks there, then at the
 // CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN overrides' targets and PATH.
-// Require turns a missing agent into a skipped test, or a failed one under
-// CI=true.
+// Require turns a missing agent into a skipped test, or a failed one in
+// CI (testenv.InCI).
 //
 // A test starts an in-process proxy (internal/harness) in front of the
 // strict Messages or Responses fake (internal/fakeupstream) driven by a
@@ -25,6 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // Versions the tests pin; .ci/run installs exactly these (a test checks
@@ -87,15 +89,14 @@ func npmPackage(name string) string {
 	return "@anthropic-ai/claude-code@" + ClaudeCodeVersion
 }
 
-// InCI reports whether the tests run in CI (CI=true), where a missing
+// InCI reports whether the tests run in CI (testenv.InCI: CI set to anything but "", "0" or "false"), where a missing
 // agent fails its test instead of skipping it.
 func InCI() bool {
-	v := strings.ToLower(os.Getenv("CI"))
-	return v == "true" || v == "1"
+	return testenv.InCI()
 }
 
 // Require returns the agent's binary, or ends the test: skipped with a
-// message saying how to install it, or failed under CI=true.
+// message saying how to install it, or failed in CI.
 func Require(t testing.TB, name string) string {
 	t.Helper()
 	p, err := Find(name)
@@ -103,7 +104,7 @@ func Require(t testing.TB, name string) string {
 		return p
 	}
 	if InCI() {
-		t.Fatalf("CI=true and the agent is missing: %v", err)
+		t.Fatalf("in CI and the agent is missing: %v", err)
 	}
 	t.Skipf("skipping: %v", err)
 	return ""

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/agents"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
@@ -49,8 +50,20 @@ type e2e struct {
 type e2eOption func(*e2eConfig)
 
 type e2eConfig struct {
-	steps  int
-	tamper func(path string, body []byte) []byte
+	steps     int
+	fileSize  int
+	tamper    func(path string, body []byte) []byte
+	configure func(*config.Config)
+	answer    func(script func([]byte) fakeupstream.Reply) func([]byte) fakeupstream.Reply
+}
+
+// withConfig changes the proxy's config (memory.recall_tool…).
+func withConfig(f func(*config.Config)) e2eOption { return func(c *e2eConfig) { c.configure = f } }
+
+// withAnswer wraps the script's answers (a model that does more than the
+// script: calls condense_recall…).
+func withAnswer(f func(script func([]byte) fakeupstream.Reply) func([]byte) fakeupstream.Reply) e2eOption {
+	return func(c *e2eConfig) { c.answer = f }
 }
 
 // stepFor makes the scripted step that reads a file: Claude Code's Read or
@@ -65,6 +78,9 @@ func stepFor(format string, f agents.File) fakeupstream.Step {
 // withSteps sets the number of scripted steps (files read).
 func withSteps(n int) e2eOption { return func(c *e2eConfig) { c.steps = n } }
 
+// withFileSize sets the size of the files read, in bytes.
+func withFileSize(n int) e2eOption { return func(c *e2eConfig) { c.fileSize = n } }
+
 // withTamper edits what the agent sends before the proxy sees it (a
 // stand-in for a broken proxy).
 func withTamper(f func(path string, body []byte) []byte) e2eOption {
@@ -72,7 +88,7 @@ func withTamper(f func(path string, body []byte) []byte) e2eOption {
 }
 
 func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
-	cfg := e2eConfig{steps: steps}
+	cfg := e2eConfig{steps: steps, fileSize: fileSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -86,7 +102,7 @@ func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
 			t.Fatal(err)
 		}
 	}
-	files, err := agents.WriteFiles(filepath.Join(dir, "work"), cfg.steps, fileSize)
+	files, err := agents.WriteFiles(filepath.Join(dir, "work"), cfg.steps, cfg.fileSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,17 +126,23 @@ func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
 			}))
 		}
 	}
-	e.stack = harness.New(harness.Options{Window: window, Front: front})
+	e.stack = harness.New(harness.Options{Window: window, Front: front, Configure: cfg.configure})
+	wrap := func(f func([]byte) fakeupstream.Reply) func([]byte) fakeupstream.Reply {
+		if cfg.answer == nil {
+			return f
+		}
+		return cfg.answer(f)
+	}
 	t.Cleanup(e.stack.Close)
 	counter := tokenizer.New(tokenizer.Options{})
 	switch format {
 	case "messages":
-		m := &fakeupstream.Messages{Answer: e.script.Messages, Counter: counter}
+		m := &fakeupstream.Messages{Answer: wrap(e.script.Messages), Counter: counter}
 		e.stack.SetUpstream(fakeupstream.Mux(e.stack.Fake, m, nil))
 		e.received = m.Received
 		e.count = func(b []byte) int { return fakeupstream.CountMessages(counter, fakeupstream.DefaultSigner, b) }
 	case "responses":
-		r := &fakeupstream.Responses{Answer: e.script.Responses, Counter: counter}
+		r := &fakeupstream.Responses{Answer: wrap(e.script.Responses), Counter: counter}
 		e.stack.SetUpstream(fakeupstream.Mux(e.stack.Fake, nil, r))
 		e.received = r.Received
 		e.count = func(b []byte) int { return fakeupstream.CountResponses(counter, fakeupstream.DefaultSigner, b) }

@@ -4,9 +4,11 @@
 //
 // New reads the config and makes, in order: the cache (memory, or memory
 // in front of Redis) and the originals' store; the model registry and the
-// token counter; the wire formats' codecs; the caller scoper (HMAC under
-// scope_secret); the LLM summarizer (the registry tells it which models
-// are reasoning models); the condensing engine; the metrics; the live page
+// token counter; the wire formats' codecs (the registry tells the
+// Messages codec which models bind thinking to its prefix); the caller
+// scoper (HMAC under scope_secret, or under the secret the replicas keep
+// in Redis); the LLM summarizer (the registry tells it which models are
+// reasoning models); the condensing engine; the metrics; the live page
 // when enabled; and the proxy handler. Options override what tests need to
 // replace (the upstream, its transport, the summarizer, the cache, the
 // counter, the live page) and nothing else: every other setting comes from
@@ -19,6 +21,9 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,7 +38,9 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
+	"github.com/condense-proxy/condense-proxy/keepalive"
 	"github.com/condense-proxy/condense-proxy/llm"
+	"github.com/condense-proxy/condense-proxy/memory"
 	"github.com/condense-proxy/condense-proxy/proxy"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -83,6 +90,13 @@ type Options struct {
 	// own page); either set means no page is built.
 	Recorder proxy.Recorder
 	UI       http.Handler
+	// TrustLoopback shows the live page's loopback visitors every
+	// conversation when no keys are configured (ui.Options.TrustLoopback;
+	// for a demo on one's own machine). Default false: numbers only.
+	TrustLoopback bool
+	// KeepAliveClock schedules the keep-alive pings (a test's manual
+	// clock). Nil: the wall clock.
+	KeepAliveClock keepalive.Clock
 }
 
 // App is the assembled stack. Its fields are read-only once New returns.
@@ -106,8 +120,54 @@ type App struct {
 	Page *ui.UI
 	// Handler is the proxy: every route, the live page's included.
 	Handler *proxy.Proxy
+	// KeepAlive pings idle conversations; nil unless cfg.KeepAlive.Enabled.
+	KeepAlive *keepalive.Keeper
+	// Memory keeps the conversations' memory; nil unless the recall tool
+	// or the relevant context is on (cfg.Memory).
+	Memory *memory.Memory
+	// ProxyOptions and EngineOptions are what New gave the proxy and the
+	// engine, for tests of the wiring.
+	ProxyOptions  proxy.Options
+	EngineOptions condense.Options
 
 	closeCache func()
+	redis      *cache.Redis // nil without Redis
+}
+
+// SharedSecretKey is the Redis key (under cache.Prefix) of the scope
+// secret the replicas share when scope_secret is not set.
+const SharedSecretKey = "scope-secret"
+
+// scopeSecret returns the secret that keys the callers' scopes:
+// scope_secret when set; else, with Redis, the one kept there — the first
+// replica to start writes a random one, set-if-absent, and every replica
+// and restart reads it back, so all share their scopes (and so their
+// summaries); else a random one (nil: the scoper draws it), with a
+// warning. When Redis cannot answer at start the replica goes on with a
+// random secret, and says loudly what that costs: it keeps serving, as it
+// does whenever Redis is down.
+func (a *App) scopeSecret(ctx context.Context) []byte {
+	if a.Config.ScopeSecret != "" {
+		return []byte(a.Config.ScopeSecret)
+	}
+	if a.redis == nil {
+		a.Log.Warn("scope_secret is not set: a random one is used, so caller scopes (cached summaries, originals, the live page's conversations) change on restart; set CONDENSE_SCOPE_SECRET")
+		return nil
+	}
+	var b [32]byte
+	rand.Read(b[:])
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	stored, ok := a.redis.Add(ctx, SharedSecretKey, []byte(hex.EncodeToString(b[:])), 0)
+	if !ok || len(stored) < 16 {
+		a.Log.Error("scope_secret is not set and Redis did not answer at start: this replica uses a random secret of its own, "+
+			"so its callers' scopes differ from the other replicas' (summaries made twice, originals and conversations not found through them) "+
+			"until it restarts with Redis up; set CONDENSE_SCOPE_SECRET to avoid this",
+			"redis_key", cache.Prefix+SharedSecretKey)
+		return nil
+	}
+	a.Log.Info("scope_secret is not set: using the secret the replicas share in Redis", "redis_key", cache.Prefix+SharedSecretKey)
+	return stored
 }
 
 // New builds the stack for cfg, which must be valid (config.Load
@@ -135,18 +195,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 
 	a.Registry = config.NewRegistry(cfg, func(model string) {
-		a.Log.Warn("unknown model; using the default context window", "model", model, "window", cfg.DefaultContextWindow)
+		a.Log.Warn("unknown model; using the default context window", "model", proxy.ModelName(model), "window", cfg.DefaultContextWindow)
 	})
 	a.Counter = o.Counter
 	if a.Counter == nil {
 		a.Counter = tokenizer.New(tokenizer.Options{MaxMessages: cfg.MaxRequestMessages})
 	}
-	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter), Messages: messages.New(a.Counter)}
+	reg := a.Registry
+	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter),
+		Messages: messages.New(a.Counter, messages.BindsThinking(func(model string) bool { return reg.Lookup(model).ThinkingBinding }))}
 
-	if cfg.ScopeSecret == "" {
-		a.Log.Warn("scope_secret is not set: a random one is used, so caller scopes (cached summaries, originals, the live page's conversations) change on restart and differ between replicas; set CONDENSE_SCOPE_SECRET")
-	}
-	a.Scoper = proxy.NewScoper([]byte(cfg.ScopeSecret), cfg.ScopeHeaders)
+	a.Scoper = proxy.NewScoper(a.scopeSecret(ctx), cfg.ScopeHeaders)
 
 	transport := o.Transport
 	if transport == nil {
@@ -159,31 +218,44 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		s := a.Cache.Stats()
 		return proxy.CacheStats{Hits: s.Hits, Misses: s.Misses, Errors: s.Errors}
 	})
+	a.buildMemory(o, transport)
 	engine, err := a.buildEngine(o, transport)
 	if err != nil {
 		a.closeCache()
 		return nil, err
 	}
 	a.Engine = engine
+	if err := a.buildKeepAlive(o, transport); err != nil {
+		a.closeCache()
+		return nil, err
+	}
 
 	popts := proxy.Options{
-		Upstream:             a.Upstream,
-		Condenser:            a.Engine,
-		Codecs:               a.Codecs,
-		DefaultMode:          cfg.Condense.Mode,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
-		MaxDecompressedBytes: cfg.MaxDecompressedBytes,
-		MaxInflight:          cfg.MaxInflightCondense,
-		Transport:            transport,
-		Originals:            a.Engine,
-		Cache:                a.Cache,
-		CacheDegraded:        func() bool { return a.Cache.Stats().Degraded },
-		Metrics:              a.Metrics,
-		Logger:               a.Log,
-		AuthKeys:             cfg.Auth.Keys,
-		Scoper:               a.Scoper,
-		Recorder:             o.Recorder,
-		UI:                   o.UI,
+		Upstream:               a.Upstream,
+		Condenser:              a.Engine,
+		Codecs:                 a.Codecs,
+		DefaultMode:            cfg.Condense.Mode,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		MaxDecompressedBytes:   cfg.MaxDecompressedBytes,
+		MaxInflight:            cfg.MaxInflightCondense,
+		InflightWait:           cfg.InflightWait,
+		Transport:              transport,
+		Originals:              a.Engine,
+		Cache:                  a.Cache,
+		CacheDegraded:          func() bool { return a.Cache.Stats().Degraded },
+		Metrics:                a.Metrics,
+		Logger:                 a.Log,
+		AuthKeys:               cfg.Auth.Keys,
+		Scoper:                 a.Scoper,
+		StripContextManagement: cfg.Anthropic.StripContextManagement,
+		Recorder:               o.Recorder,
+		UI:                     o.UI,
+		RecallTool:             cfg.Memory.RecallTool,
+		MaxRecallRounds:        cfg.Memory.MaxRecallRounds,
+		RecallBudgetTokens:     cfg.Memory.RecallBudgetTokens,
+	}
+	if a.Memory != nil {
+		popts.Recall = a.Memory
 	}
 	// The live page (/ui): off, nothing about a request is kept.
 	if cfg.UI.Enabled && o.Recorder == nil && o.UI == nil {
@@ -192,10 +264,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			MaxRequestsPerConversation: cfg.UI.MaxRequestsPerConversation,
 			AuthKeys:                   cfg.Auth.Keys,
 			AdminKeys:                  cfg.UI.Keys,
+			TrustLoopback:              o.TrustLoopback,
 			Scope:                      a.Scoper.Scope,
 		})
 		popts.Recorder, popts.UI = a.Page, a.Page
 	}
+	if a.KeepAlive != nil {
+		popts.KeepAlive = keepAliveHook{a.KeepAlive}
+		if a.Page != nil {
+			a.Page.ShowKeepAlive(keepAliveStats(a.KeepAlive))
+		}
+	}
+	a.ProxyOptions = popts
 	a.Handler = proxy.New(popts)
 	return a, nil
 }
@@ -214,7 +294,8 @@ func (a *App) buildCache(ctx context.Context, o Options) error {
 		a.Cache = cache.NewMemory(cfg.CacheMaxBytes)
 		a.Originals = cache.NewMemory(cfg.OriginalsMaxBytes)
 	default:
-		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, ClusterURL: cfg.RedisClusterURL, Logger: a.Log})
+		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, ClusterURL: cfg.RedisClusterURL, Logger: a.Log,
+			Timeout: cfg.RedisTimeout, FailThreshold: cfg.RedisFailThreshold, ProbeInterval: cfg.RedisProbeInterval})
 		if err != nil {
 			return err
 		}
@@ -223,8 +304,10 @@ func (a *App) buildCache(ctx context.Context, o Options) error {
 		if err := r.Ping(pctx); err != nil {
 			a.Log.Warn("redis not reachable at start; serving with cache misses until it is", "err", err)
 		}
+		a.redis = r
 		layered := &cache.Layered{Mem: cache.NewMemory(cfg.CacheMaxBytes), Redis: r, MemoryTTL: 10 * time.Minute}
 		a.Cache, a.Originals = layered, layered
+		a.redis = r
 		a.closeCache = func() { r.Close() }
 	}
 	return nil
@@ -259,31 +342,24 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 	reg := a.Registry
 	models := condense.ModelsFunc(func(model string) condense.ModelLimits {
 		mi := reg.Lookup(model)
-		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor}
+		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
+			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match}
 	})
-	return condense.New(condense.Deps{
-		Counter:    a.Counter,
-		Codec:      a.Codecs.Chat,
-		Originals:  a.Originals,
-		Models:     models,
-		Cache:      a.Cache,
-		Summarizer: sum,
-		Observer:   a.Metrics,
-		Logger:     a.Log,
-	}, condense.Options{
-		Target:              cfg.Condense.Target,
-		PrepareThreshold:    cfg.Condense.PrepareThreshold,
-		MaxMessages:         cfg.Condense.MaxMessages,
-		KeepRecentTurns:     cfg.Condense.KeepRecentTurns,
-		ChunkTokens:         cfg.Condense.ChunkTokens,
-		SummaryBudgetTokens: cfg.Condense.SummaryBudgetTokens,
-		Summarizer:          cfg.Condense.Summarizer,
-		SummaryModel:        cfg.Condense.SummaryModel,
-		SummaryTimeout:      cfg.Condense.SummaryTimeout,
-		MaxWait:             cfg.Condense.MaxWait,
-		Prompt:              prompt,
-		OriginalsTTL:        cfg.Condense.OriginalsTTL,
-		SelectiveEnabled:    cfg.Selective.Enabled,
+	a.EngineOptions = condense.Options{
+		Target:                cfg.Condense.Target,
+		PrepareThreshold:      cfg.Condense.PrepareThreshold,
+		MaxMessages:           cfg.Condense.MaxMessages,
+		KeepRecentTurns:       cfg.Condense.KeepRecentTurns,
+		ChunkTokens:           cfg.Condense.ChunkTokens,
+		SummaryBudgetTokens:   cfg.Condense.SummaryBudgetTokens,
+		Summarizer:            cfg.Condense.Summarizer,
+		SummaryModel:          cfg.Condense.SummaryModel,
+		SummaryTimeout:        cfg.Condense.SummaryTimeout,
+		SummarizerConcurrency: cfg.Condense.SummarizerConcurrency,
+		MaxWait:               cfg.Condense.MaxWait,
+		Prompt:                prompt,
+		OriginalsTTL:          cfg.Condense.OriginalsTTL,
+		SelectiveEnabled:      cfg.Selective.Enabled,
 		Selective: selective.Options{
 			KeepRecentToolOutputs: keepRecent(cfg.Selective.KeepRecentToolOutputs),
 			MinToolOutputTokens:   cfg.Selective.MinToolOutputTokens,
@@ -292,7 +368,68 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		},
 		MinSavingsTokens:    cfg.Selective.MinSavingsTokens,
 		SelectiveSummarizer: cfg.Selective.Summarizer,
-	}), nil
+		SelectiveEager:      cfg.Selective.Eager,
+		DigestInputBytes:    cfg.Selective.LLMDigestInputBytes,
+		DigestMaxTokens:     cfg.Selective.LLMDigestMaxTokens,
+		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
+		Defer:               cfg.Condense.Defer,
+		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
+	}
+	if cfg.Memory.RelevantContext {
+		a.EngineOptions.RelevantTokens = cfg.Memory.RecallBudgetTokens
+	}
+	deps := condense.Deps{
+		Counter:    a.Counter,
+		Codec:      a.Codecs.Chat,
+		Originals:  a.Originals,
+		Models:     models,
+		Cache:      a.Cache,
+		Summarizer: sum,
+		Observer:   a.Metrics,
+		Logger:     a.Log,
+	}
+	if a.Memory != nil {
+		deps.Memory = a.Memory
+	}
+	return condense.New(deps, a.EngineOptions), nil
+}
+
+// buildMemory makes the conversations' memory when something reads it
+// (the recall tool, the relevant context): in the cache with Redis
+// (shared by the replicas), else in a memory store of its own
+// (memory.max_bytes), so it never pushes summaries out.
+func (a *App) buildMemory(o Options, transport http.RoundTripper) {
+	cfg := a.Config
+	if !cfg.Memory.Enabled() {
+		return
+	}
+	var store memory.Store
+	if s, ok := a.Cache.(memory.Store); ok && (o.Cache != nil || a.redis != nil) {
+		store = s
+	} else {
+		store = cache.NewMemory(cfg.Memory.MaxBytes)
+	}
+	counter := a.Counter
+	mo := memory.Options{
+		TTL:      cfg.Condense.OriginalsTTL,
+		MaxBytes: int(min(cfg.Memory.MaxConversationBytes, 1<<40)),
+		Count:    func(s string) int { return counter.Text(tokenizer.O200kBase, s) },
+		Logger:   a.Log,
+	}
+	if cfg.Memory.EmbeddingModel != "" {
+		mo.EmbeddingModel = cfg.Memory.EmbeddingModel
+		mo.Embedder = &llm.EmbeddingsClient{BaseURL: a.Upstream, HTTP: &http.Client{Transport: transport}}
+	}
+	a.Memory = memory.New(store, mo)
+}
+
+// autoLLMShare maps the config's 0 (never the LLM in auto) to the
+// engine's negative.
+func autoLLMShare(f float64) float64 {
+	if f == 0 {
+		return -1
+	}
+	return f
 }
 
 // keepRecent maps the config's 0 (protect nothing) to selective's -1.
@@ -319,16 +456,21 @@ func (a *App) Server() *http.Server {
 	return srv
 }
 
-// Close waits for background summaries (until ctx ends), then closes the
-// live page's streams and the cache New opened.
+// Close stops the keep-alive pings, waits for background summaries and
+// the pings in flight (until ctx ends), then closes the live page's
+// streams and the cache New opened.
 func (a *App) Close(ctx context.Context) error {
-	err := a.Engine.Close(ctx)
+	var kerr error
+	if a.KeepAlive != nil {
+		kerr = a.KeepAlive.Close(ctx)
+	}
+	err := errors.Join(a.Engine.Close(ctx), kerr)
 	if a.Page != nil {
 		a.Page.Close()
 	}
 	a.closeCache()
 	if err != nil {
-		return fmt.Errorf("background summaries cut short: %w", err)
+		return fmt.Errorf("background work cut short: %w", err)
 	}
 	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,14 +245,16 @@ func (b *blockingSummarizer) Summarize(ctx context.Context, in condense.SummaryI
 	}
 }
 
-// TestMaxInflightCondense: max_inflight_condense reaches the proxy — with
-// one place, held by a request waiting for its summary, the next request
-// goes on unchanged and says why.
+// TestMaxInflightCondense: max_inflight_condense reaches the proxy. A
+// request waiting for its summary holds no place, so the next request is
+// condensed; a request whose body is still arriving holds its place, so
+// the next one goes on unchanged and says why.
 func TestMaxInflightCondense(t *testing.T) {
 	sum := &blockingSummarizer{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	cfg := config.Defaults()
 	cfg.ScopeSecret = "a test's scope secret"
 	cfg.MaxInflightCondense = 1
+	cfg.InflightWait = 200 * time.Millisecond
 	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: 16000}}
 	fake := fakeupstream.New()
 	a := newApp(t, &cfg, fake, app.Options{Summarizer: sum})
@@ -258,8 +262,8 @@ func TestMaxInflightCondense(t *testing.T) {
 	t.Cleanup(srv.Close)
 	sess, _ := corpus.Synthetic(8, 120_000)
 	body, _ := sess.Request("gpt-4o", 0)
-	post := func(mode string) *http.Response {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", bytes.NewReader(body))
+	post := func(mode string, rd io.Reader) *http.Response {
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", rd)
 		req.Header.Set(proxy.HeaderMode, mode)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -270,13 +274,71 @@ func TestMaxInflightCondense(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); post("full") }()
-	<-sum.entered
-	resp := post("full")
-	close(sum.release)
-	<-done
-	if resp == nil || !strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "max_inflight_condense") {
-		t.Fatalf("second request: %v", resp.Header)
+	t.Run("waiting for the summarizer holds no place", func(t *testing.T) {
+		done := make(chan struct{})
+		go func() { defer close(done); post("full", bytes.NewReader(body)) }()
+		<-sum.entered
+		// The only place is free while the first request waits: another
+		// request is condensed, not forwarded as busy.
+		resp := post("selective", bytes.NewReader(body))
+		close(sum.release)
+		<-done
+		if resp == nil || resp.Header.Get(proxy.HeaderApplied) == "none" || strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "max_inflight_condense") {
+			t.Fatalf("second request: applied %q degraded %q", resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderDegraded))
+		}
+	})
+	t.Run("a body being read holds its place", func(t *testing.T) {
+		pr, pw := io.Pipe()
+		done := make(chan struct{})
+		go func() { defer close(done); post("full", pr) }()
+		pw.Write(body[:len(body)/2])
+		// The first request holds the place while its body arrives.
+		var resp *http.Response
+		for i := 0; i < 50; i++ {
+			resp = post("selective", bytes.NewReader(body))
+			if strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "max_inflight_condense") {
+				break
+			}
+		}
+		pw.Write(body[len(body)/2:])
+		pw.Close()
+		<-done
+		if resp == nil || !strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "max_inflight_condense") {
+			t.Fatalf("second request while the first was read: %v", resp.Header)
+		}
+	})
+}
+
+// TestConfigListsAreThePackages: config keeps its own lists (it imports
+// nothing of the project); they must be the engine's modes and the
+// proxy's credential headers.
+func TestConfigListsAreThePackages(t *testing.T) {
+	if !slices.Equal(config.Modes, condense.Modes) {
+		t.Errorf("config.Modes %v, condense.Modes %v", config.Modes, condense.Modes)
+	}
+	if !slices.Equal(config.CredentialHeaders, proxy.CredentialHeaders) {
+		t.Errorf("config.CredentialHeaders %v, proxy.CredentialHeaders %v", config.CredentialHeaders, proxy.CredentialHeaders)
+	}
+	if d := config.Defaults(); !slices.Equal(d.ScopeHeaders, proxy.CredentialHeaders) {
+		t.Errorf("default scope_headers %v, proxy.CredentialHeaders %v", d.ScopeHeaders, proxy.CredentialHeaders)
+	}
+}
+
+// TestNewRefusesAbsurdNumbers: the constructor serve uses refuses a
+// config with NaN or absurd numbers, naming every bad key at once.
+func TestNewRefusesAbsurdNumbers(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Condense.Threshold = math.NaN()
+	cfg.DefaultContextWindow = math.MaxInt
+	cfg.CacheMaxBytes = 1 << 50
+	cfg.Models = []config.ModelConfig{{Match: "gpt-4o*", ContextWindow: math.MaxInt64, SafetyFactor: math.Inf(1)}}
+	_, err := app.New(context.Background(), &cfg, app.Options{})
+	if err == nil {
+		t.Fatal("app.New accepted NaN and absurd numbers")
+	}
+	for _, key := range []string{"condense.threshold", "default_context_window", "cache_max_bytes", "models[0].context_window", "models[0].safety_factor"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error does not name %s:\n%v", key, err)
+		}
 	}
 }

@@ -9,16 +9,17 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // sharedCorpus returns the shared corpus folder; it skips the test when
-// the folder is absent, or fails it under CI=true.
+// the folder is absent, or fails it in CI (testenv.InCI).
 func sharedCorpus(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err != nil {
-		if v := strings.ToLower(os.Getenv("CI")); v == "true" || v == "1" {
-			t.Fatalf("CI=true and the shared corpus is absent: %v", err)
+		if testenv.InCI() {
+			t.Fatalf("in CI and the shared corpus is absent: %v", err)
 		}
 		t.Skip("shared corpus absent")
 	}

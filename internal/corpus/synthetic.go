@@ -165,3 +165,83 @@ func DetectFacts(s *Session) []Fact {
 	}
 	return facts
 }
+
+// WithReasoning returns a copy of s whose assistant messages carry a
+// recorded reasoning text of about 60–240 words (seeded), so its Responses
+// form has reasoning items and its Messages form thinking blocks, as the
+// sessions of reasoning models do.
+func WithReasoning(s *Session, seed int64) *Session {
+	rng := rand.New(rand.NewSource(seed))
+	out := *s
+	out.Name = s.Name + "-reasoning"
+	out.Messages = append([]Message(nil), s.Messages...)
+	words := []string{"the", "test", "fails", "because", "sign", "is", "dropped", "before", "parsing", "unit", "so", "I", "should",
+		"check", "callers", "first", "then", "edit", "file", "and", "rerun", "suite", "maybe", "negative", "values", "handled", "later"}
+	for i, m := range out.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		n := 60 + rng.Intn(180)
+		var b strings.Builder
+		for j := 0; j < n; j++ {
+			if j > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(words[rng.Intn(len(words))])
+		}
+		fmt.Fprintf(&b, " (thought %d).", i)
+		out.Messages[i].Reasoning = b.String()
+	}
+	return &out
+}
+
+// ClaudeLog renders a chat-form session as a Claude Code session log
+// (format F3, one JSON line per message): assistant messages as thinking
+// (when the message has reasoning), text and tool_use blocks, tool
+// results as user lines of tool_result blocks. ClaudeMessages of it is the
+// session in Claude Code's native Messages form.
+func ClaudeLog(s *Session) []byte {
+	var b strings.Builder
+	line := func(typ, id string, content any) {
+		msg := map[string]any{"role": typ, "content": content}
+		if id != "" {
+			msg["id"] = id
+			msg["model"] = "claude-sonnet-4-5"
+		}
+		l, _ := json.Marshal(map[string]any{"type": typ, "message": msg})
+		b.Write(l)
+		b.WriteByte('\n')
+	}
+	for i, m := range s.Messages {
+		text := ""
+		if m.Content != nil {
+			text = *m.Content
+		}
+		switch m.Role {
+		case "system", "developer":
+			// Claude Code sends its own system prompt; the session's
+			// instructions reach the model in the first user message.
+		case "user":
+			line("user", "", text)
+		case "tool":
+			line("user", "", []any{map[string]any{"type": "tool_result", "tool_use_id": m.ToolCallID, "content": text}})
+		case "assistant":
+			var blocks []any
+			if m.Reasoning != "" {
+				blocks = append(blocks, map[string]any{"type": "thinking", "thinking": m.Reasoning, "signature": "x"})
+			}
+			if strings.TrimSpace(text) != "" {
+				blocks = append(blocks, map[string]any{"type": "text", "text": text})
+			}
+			for _, c := range m.ToolCalls {
+				var in any = map[string]any{}
+				json.Unmarshal([]byte(c.Function.Arguments), &in)
+				blocks = append(blocks, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Function.Name, "input": in})
+			}
+			if len(blocks) > 0 {
+				line("assistant", fmt.Sprintf("msg_%d", i), blocks)
+			}
+		}
+	}
+	return []byte(b.String())
+}

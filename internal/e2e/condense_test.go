@@ -177,14 +177,19 @@ func TestPrepareAhead(t *testing.T) {
 	s := newStack(t, 128000, "llm")
 	sess, _ := corpus.Synthetic(14, 600_000)
 	ends := sess.TurnEnds()
+	// under: the last request in the prepare band below the threshold
+	// (0.8 × 128k); over: the next one, over it. Folds go deep, so the
+	// crossing request folds every chunk complete before its newest
+	// steps: all of them but one its own step completed were complete
+	// at the request before.
 	var under, over []byte
 	for _, n := range ends {
 		b, _ := sess.Request("gpt-4o", n)
 		rc, _ := s.Counter.Request("o200k_base", b)
 		switch {
-		case rc.Total > 92000 && rc.Total < 100000 && under == nil:
+		case rc.Total > 92000 && rc.Total <= 102400 && over == nil:
 			under = b
-		case rc.Total > 104000 && under != nil && over == nil:
+		case rc.Total > 102400 && under != nil && over == nil:
 			over = b
 		}
 	}
@@ -205,10 +210,12 @@ func TestPrepareAhead(t *testing.T) {
 	}
 	resp = post(t, s.Proxy.URL+"/v1/chat/completions", over, full)
 	resp.Body.Close()
-	if resp.Header.Get(proxy.HeaderApplied) != "full" || resp.Header.Get(proxy.HeaderCache) != "hit" {
+	if resp.Header.Get(proxy.HeaderApplied) != "full" || resp.Header.Get(proxy.HeaderCache) == "miss" {
 		t.Errorf("crossing request: applied %q cache %q", resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderCache))
 	}
-	if n := len(s.Fake.TakeSummaries()); n != 0 {
+	// Only a chunk the crossing request's own step completed (and the
+	// merge it brings) can be missing.
+	if n := len(s.Fake.TakeSummaries()); n > 2 {
 		t.Errorf("crossing request waited for %d summarizer calls", n)
 	}
 }

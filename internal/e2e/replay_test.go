@@ -4,13 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/replay"
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // stack is a harness.Stack with the helpers these tests share.
@@ -89,8 +89,8 @@ func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err != nil {
-		if v := strings.ToLower(os.Getenv("CI")); v == "true" || v == "1" {
-			t.Fatalf("CI=true and the shared corpus is absent: %v", err)
+		if testenv.InCI() {
+			t.Fatalf("in CI and the shared corpus is absent: %v", err)
 		}
 		t.Skip("shared corpus absent")
 	}

@@ -1,6 +1,10 @@
 package eval
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Pricing prices a request's input tokens relative to the model's fresh
 // input price: what providers charge for a prompt prefix they have cached
@@ -65,6 +69,7 @@ func billRows(rows []Row) {
 		}
 		if o.billAnthropic > 0 {
 			r.BillAnthropic = r.billAnthropic / o.billAnthropic
+			r.BillReads, r.BillWrites, r.BillSummarizer = r.reads/o.billAnthropic, r.writes/o.billAnthropic, r.sumBill/o.billAnthropic
 		}
 		if o.billOpenAI > 0 {
 			r.BillOpenAI = r.billOpenAI / o.billOpenAI
@@ -75,33 +80,113 @@ func billRows(rows []Row) {
 	}
 }
 
-// Gates are what the CI's short evaluation holds every run to, per mode:
-// prefix stability at least MinPrefix and the Anthropic-style bill at most
-// MaxBill of mode off.
-type Gates struct {
-	MinPrefix float64
-	MaxBill   map[string]float64 // mode -> largest bill ratio
+// BillGoals are issue 18's goals for the bill suite (every request
+// replayed, Anthropic-style prices, the summarizer priced like the main
+// model), by session length in windows.
+type BillGoals struct {
+	// MinPrefix is the least prefix stability of full, selective and
+	// auto on chat sessions; MinPrefixThinking of full and auto on
+	// Messages sessions with thinking and Responses sessions with
+	// reasoning.
+	MinPrefix, MinPrefixThinking float64
+	// MaxAt25 bounds each mode's bill at about 2.5× the window.
+	MaxAt25 map[string]float64
+	// AutoSlack: auto's bill is at most the cheaper of full and selective
+	// plus this, at every length.
+	AutoSlack float64
+	// DeferMax bounds every defer mode's bill at about 1× the window.
+	DeferMax float64
+	// EagerMinFacts is the least share of planted facts selective-eager
+	// keeps.
+	EagerMinFacts float64
 }
 
-// CheckCache returns the rows that miss the gates.
-func (r *Report) CheckCache(g Gates) []string {
+// IssueGoals are the goals issue 18 sets.
+var IssueGoals = BillGoals{
+	MinPrefix: 0.95, MinPrefixThinking: 0.90,
+	MaxAt25:   map[string]float64{"auto": 0.50, "full": 0.45, "selective": 0.65, "selective-eager": 0.30},
+	AutoSlack: 0.02, DeferMax: 1.0, EagerMinFacts: 0.95,
+}
+
+// CheckBill returns the rows of a bill-suite report that miss g.
+func (r *Report) CheckBill(g BillGoals) []string {
 	var out []string
+	bills := map[string]map[string]float64{} // session+format → mode → bill
 	for _, row := range r.Rows {
-		if row.Mode == "off" || row.Condensed == 0 {
+		if row.Mode == "off" || row.Length == 0 {
 			continue
 		}
-		id := row.Session + " " + row.Mode
-		if row.PrefixStability < g.MinPrefix {
+		id := fmt.Sprintf("%s [%s] %s", row.Session, row.Format, row.Mode)
+		base := strings.TrimSuffix(strings.TrimSuffix(row.Mode, "-defer"), "-eager")
+		thinking := row.Format != "chat"
+		switch {
+		case !thinking && (row.Mode == "full" || row.Mode == "selective" || row.Mode == "auto") && row.PrefixStability < g.MinPrefix:
 			out = append(out, fmt.Sprintf("%s: prefix stability %.3f < %.2f", id, row.PrefixStability, g.MinPrefix))
+		case thinking && (row.Mode == "full" || row.Mode == "auto") && row.PrefixStability < g.MinPrefixThinking:
+			out = append(out, fmt.Sprintf("%s: prefix stability %.3f < %.2f", id, row.PrefixStability, g.MinPrefixThinking))
 		}
-		if max, ok := g.MaxBill[row.Mode]; ok && row.BillAnthropic > max {
-			out = append(out, fmt.Sprintf("%s: bill %.3f of mode off > %.2f", id, row.BillAnthropic, max))
+		if max, ok := g.MaxAt25[row.Mode]; ok && row.Length == 2.5 && !thinking && row.BillAnthropic > max {
+			out = append(out, fmt.Sprintf("%s: bill %.3f > %.2f at 2.5× the window", id, row.BillAnthropic, max))
+		}
+		if base != row.Mode && strings.HasSuffix(row.Mode, "-defer") && row.Length == 1 && row.BillAnthropic > g.DeferMax {
+			out = append(out, fmt.Sprintf("%s: bill %.3f > %.2f at 1× the window", id, row.BillAnthropic, g.DeferMax))
+		}
+		if row.Mode == "selective-eager" && row.FactsSeen > 0 && float64(row.FactsKept) < g.EagerMinFacts*float64(row.FactsSeen) {
+			out = append(out, fmt.Sprintf("%s: kept %d of %d planted facts", id, row.FactsKept, row.FactsSeen))
+		}
+		if row.Mode == "selective-eager" && row.LastLost > 0 {
+			out = append(out, fmt.Sprintf("%s: last message lost in %d requests", id, row.LastLost))
+		}
+		key := row.Session + "\x00" + row.Format
+		if bills[key] == nil {
+			bills[key] = map[string]float64{}
+		}
+		bills[key][row.Mode] = row.BillAnthropic
+	}
+	for key, b := range bills {
+		if !strings.HasSuffix(key, "\x00chat") {
+			continue // the goal is set for the chat sessions (and the corpus, CheckCorpusBill)
+		}
+		full, okF := b["full"]
+		sel, okS := b["selective"]
+		auto, okA := b["auto"]
+		if okF && okS && okA && auto > min(full, sel)+g.AutoSlack {
+			session, format, _ := strings.Cut(key, "\x00")
+			out = append(out, fmt.Sprintf("%s [%s]: auto's bill %.3f > min(full %.3f, selective %.3f) + %.2f", session, format, auto, full, sel, g.AutoSlack))
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
-// CIGates are the bounds the CI's long session holds every mode to.
-var CIGates = Gates{MinPrefix: 0.92, MaxBill: map[string]float64{
-	"full-extractive": 0.55, "full-llm": 0.55, "selective": 0.55, "auto": 0.6,
-}}
+// CheckCorpusBill returns the corpus sessions of a default-suite report
+// that miss issue 18's goals: auto's bill at most the cheaper of full-llm's
+// and selective's plus slack, and no mode above mode off.
+func (r *Report) CheckCorpusBill(slack float64) []string {
+	var out []string
+	type key struct{ session, format string }
+	bills := map[key]map[string]float64{}
+	for _, row := range r.Rows {
+		if strings.HasPrefix(row.Session, "synthetic-") || row.Mode == "off" || row.BillAnthropic < 0 {
+			continue
+		}
+		k := key{row.Session, row.Format}
+		if bills[k] == nil {
+			bills[k] = map[string]float64{}
+		}
+		bills[k][row.Mode] = row.BillAnthropic
+		if row.BillAnthropic > 1 {
+			out = append(out, fmt.Sprintf("%s [%s] %s: bill %.3f > 1, above mode off", row.Session, row.Format, row.Mode, row.BillAnthropic))
+		}
+	}
+	for k, b := range bills {
+		full, okF := b["full-llm"]
+		sel, okS := b["selective"]
+		auto, okA := b["auto"]
+		if okF && okS && okA && auto > min(full, sel)+slack {
+			out = append(out, fmt.Sprintf("%s [%s]: auto's bill %.3f > min(full-llm %.3f, selective %.3f) + %.2f", k.session, k.format, auto, full, sel, slack))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -10,14 +10,17 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
@@ -30,15 +33,18 @@ type Mode struct {
 	Name       string // as reported
 	Header     string // X-Condense-Mode
 	Summarizer string // llm (canned answers) or extractive
+	// Configure, if set, sets the mode's configuration keys
+	// (selective.eager, condense.defer…).
+	Configure func(*config.Config) `json:"-"`
 }
 
 // Modes are the modes evaluated by default.
 var Modes = []Mode{
-	{"off", "off", "extractive"},
-	{"full-extractive", "full", "extractive"},
-	{"full-llm", "full", "llm"},
-	{"selective", "selective", "llm"},
-	{"auto", "auto", "llm"},
+	{Name: "off", Header: "off", Summarizer: "extractive"},
+	{Name: "full-extractive", Header: "full", Summarizer: "extractive"},
+	{Name: "full-llm", Header: "full", Summarizer: "llm"},
+	{Name: "selective", Header: "selective", Summarizer: "llm"},
+	{Name: "auto", Header: "auto", Summarizer: "llm"},
 }
 
 // Source is one session to replay.
@@ -51,6 +57,12 @@ type Source struct {
 	// Anthropic Messages form), "responses" (any session converted to
 	// OpenAI Responses items, as Codex sends them).
 	Format string
+	// Length is the session's length in windows, when the suite chose it
+	// (the bill suite's goals depend on it); 0: not set.
+	Length float64
+	// Modes, when set, names the only modes (of Config.Modes) this source
+	// is replayed in.
+	Modes []string
 }
 
 // Config configures Run.
@@ -58,6 +70,17 @@ type Config struct {
 	Sources   []Source
 	Modes     []Mode
 	Threshold float64 // default 0.8
+	Target    float64 // default 0.5
+	// Model, if set, is the model entry of the replays (its prompt-cache
+	// prices are what the planner plans with); nil: the harness's.
+	Model *config.ModelConfig
+	// SummaryTokens pads the fake's canned summaries to about this many
+	// tokens (0: the short canned text).
+	SummaryTokens int
+	// FaithfulSummaries: the fake's summaries keep the facts of what they
+	// summarize (harness.FaithfulSummaryOf), as the built-in prompt asks
+	// a model to.
+	FaithfulSummaries bool
 	// Every replays every n-th request only (1: all).
 	Every int
 	// Log receives one line per session and mode; nil: none.
@@ -68,6 +91,7 @@ type Config struct {
 type Row struct {
 	Session          string  `json:"session"`
 	Format           string  `json:"format"`
+	Length           float64 `json:"length,omitempty"` // in windows, when the suite set it
 	Mode             string  `json:"mode"`
 	Window           int     `json:"window"`
 	Requests         int     `json:"requests"`
@@ -106,9 +130,23 @@ type Row struct {
 	// a small summary_model (Pricings[2]).
 	BillSmallSummarizer float64   `json:"bill_small_summarizer"`
 	BillSeries          []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
-	SummarizerOut       int       `json:"summarizer_tokens_out"`
+	// The Anthropic-style bill in parts, as ratios to mode off's whole
+	// bill: cache reads, fresh (written) input, the summarizer.
+	BillReads      float64 `json:"bill_reads"`
+	BillWrites     float64 `json:"bill_writes"`
+	BillSummarizer float64 `json:"bill_summarizer"`
+	// ForwardedAvg is the average forwarded request, tokens.
+	ForwardedAvg  int `json:"forwarded_avg"`
+	SummarizerOut int `json:"summarizer_tokens_out"`
+	// Keep-alive over idle gaps (keepalive.go), chat replays only:
+	// the gaps drawn before requests that follow a turn-ending answer,
+	// and keep-alive's net saving as a share of the Anthropic-style bill
+	// with those gaps (-1: not estimated).
+	IdleGaps        int     `json:"idle_gaps"`
+	KeepAliveSaving float64 `json:"keepalive_saving"`
 
 	billAnthropic, billOpenAI, billSmall float64 // absolute, for the ratios
+	reads, writes, sumBill               float64 // absolute parts of billAnthropic
 }
 
 // Report is the outcome of Run.
@@ -117,18 +155,31 @@ type Report struct {
 	Rows      []Row    `json:"rows"`
 	Skipped   []string `json:"skipped,omitempty"` // files that could not be read, with the reason
 	Generated string   `json:"generated"`
+	// BillSuite, when set, is the bill suite's report (condense-eval
+	// --suite all), rendered as a section of its own.
+	BillSuite *Report `json:"bill_suite,omitempty"`
+	// Command is what produced the bill suite (for its section).
+	Command string `json:"command,omitempty"`
 }
 
 // load reads a Source.
 func load(src Source) (*corpus.Session, []corpus.Fact, error) {
 	if rest, ok := strings.CutPrefix(src.Spec, "synthetic:"); ok {
-		seedS, charsS, _ := strings.Cut(rest, ":")
-		seed, err1 := strconv.ParseInt(seedS, 10, 64)
-		chars, err2 := strconv.Atoi(charsS)
-		if err1 != nil || err2 != nil || chars <= 0 {
-			return nil, nil, fmt.Errorf("%s: want synthetic:SEED:CHARS", src.Spec)
+		parts := strings.Split(rest, ":")
+		var seed int64
+		chars := 0
+		var err1, err2 error
+		if len(parts) >= 2 {
+			seed, err1 = strconv.ParseInt(parts[0], 10, 64)
+			chars, err2 = strconv.Atoi(parts[1])
+		}
+		if len(parts) < 2 || len(parts) > 3 || err1 != nil || err2 != nil || chars <= 0 || (len(parts) == 3 && parts[2] != "reasoning") {
+			return nil, nil, fmt.Errorf("%s: want synthetic:SEED:CHARS or synthetic:SEED:CHARS:reasoning", src.Spec)
 		}
 		s, facts := corpus.Synthetic(seed, chars)
+		if len(parts) == 3 {
+			s = corpus.WithReasoning(s, seed)
+		}
 		return s, facts, nil
 	}
 	s, err := corpus.Load(src.Spec)
@@ -167,7 +218,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		switch src.Format {
 		case "", "chat":
 		case replay.FormatMessages:
-			ms, err := corpus.LoadMessages(src.Spec)
+			var ms *corpus.MessagesSession
+			if strings.HasPrefix(src.Spec, "synthetic:") {
+				ms, err = corpus.ClaudeMessages(corpus.ClaudeLog(sess))
+				if ms != nil {
+					ms.Name = sess.Name
+				}
+			} else {
+				ms, err = corpus.LoadMessages(src.Spec)
+			}
 			if err != nil {
 				rep.Skipped = append(rep.Skipped, err.Error())
 				logf("skipped: %v", err)
@@ -184,7 +243,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if err := ctx.Err(); err != nil {
 				return rep, err
 			}
-			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Summarizer: m.Summarizer, Counter: counter})
+			if len(src.Modes) > 0 && !slices.Contains(src.Modes, m.Name) {
+				continue
+			}
+			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
+				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries})
 			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
 				Every: cfg.Every, Facts: facts, Drain: st.Drain,
@@ -194,6 +257,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				res, err = replay.Run(ctx, sess, st.Fake, counter, opts)
 			} else {
 				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter}}
+				if cfg.SummaryTokens > 0 {
+					up.Messages.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
+					up.Responses.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
+				}
+				if cfg.FaithfulSummaries {
+					up.Messages.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
+					up.Responses.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
+				}
 				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
 				res, err = replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
 			}
@@ -202,7 +273,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
 			}
 			row := summarize(res, m.Name, src.Window)
+			row.KeepAliveSaving = -1
+			if native == nil {
+				keepAliveRow(&row, res, sess, cfg.Every)
+			}
 			row.Format = src.Format
+			row.Length = src.Length
 			if row.Format == "" {
 				row.Format = "chat"
 			}
@@ -258,6 +334,9 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.Sent = append(row.Sent, r.TokensSent)
 		row.Forwarded = append(row.Forwarded, r.FwdCounted)
 		bill := Pricings[0].requestBill(r.FwdCounted, r.CachedTokens)
+		c := cachedPart(min(r.CachedTokens, r.FwdCounted))
+		row.reads += Pricings[0].Cached * float64(c)
+		row.writes += Pricings[0].Fresh * float64(r.FwdCounted-c)
 		row.BillSeries = append(row.BillSeries, bill)
 		row.billAnthropic += bill
 		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
@@ -270,6 +349,7 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		switch i {
 		case 0:
 			row.billAnthropic += sum
+			row.sumBill = sum
 		case 1:
 			row.billOpenAI += sum
 		case 2:
@@ -278,6 +358,9 @@ func summarize(res *replay.Result, mode string, window int) Row {
 	}
 	if fwd > 0 {
 		row.CachedShare = float64(cached) / float64(fwd)
+	}
+	if len(res.Requests) > 0 {
+		row.ForwardedAvg = fwd / len(res.Requests)
 	}
 	if used > 0 {
 		row.CacheHitRate = hits / float64(used)
@@ -327,4 +410,18 @@ func (r *Report) Check(minFacts float64) []string {
 func (r *Report) JSON() []byte {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return b
+}
+
+// BillModes are the modes of the bill suite: off, and full, selective and
+// auto with LLM summaries; selective with selective.eager; and the three
+// with condense.defer.
+var BillModes = []Mode{
+	{Name: "off", Header: "off", Summarizer: "extractive"},
+	{Name: "full", Header: "full", Summarizer: "llm"},
+	{Name: "selective", Header: "selective", Summarizer: "llm"},
+	{Name: "auto", Header: "auto", Summarizer: "llm"},
+	{Name: "selective-eager", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Selective.Eager = true }},
+	{Name: "full-defer", Header: "full", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
+	{Name: "selective-defer", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
+	{Name: "auto-defer", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 }

@@ -300,8 +300,10 @@ func thinkingEnabled(t gjson.Result) bool {
 
 // Block types the Messages API knows, by the role that may send them.
 var (
-	userBlocks      = map[string]bool{"text": true, "image": true, "document": true, "tool_result": true, "search_result": true, "container_upload": true}
-	assistantBlocks = map[string]bool{"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true, "server_tool_use": true, "mcp_tool_use": true, "container_upload": true}
+	userBlocks = map[string]bool{"text": true, "image": true, "document": true, "tool_result": true, "search_result": true, "container_upload": true}
+	// compaction: server compaction's block (compact_20260112), which the
+	// client sends back in later requests.
+	assistantBlocks = map[string]bool{"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true, "server_tool_use": true, "mcp_tool_use": true, "container_upload": true, "compaction": true}
 )
 
 func assistantBlock(typ string) bool {

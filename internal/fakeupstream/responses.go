@@ -35,6 +35,15 @@ import (
 // (GET /v1/responses with Upgrade: websocket) are refused at once with
 // 405.
 //
+// Compaction: a request whose last input item is
+// {"type":"compaction_trigger"} (Codex's remote compaction) is answered
+// with exactly one compaction output item (streamed as
+// response.output_item.added and .done, no deltas), its encrypted_content
+// issued by Signer; POST /v1/responses/compact ({model, input,
+// instructions…}) is answered with {"object":"response.compaction",
+// "output":[one compaction item], "usage":…}. A compaction_trigger
+// anywhere but last is rejected.
+//
 // Every request is recorded. The zero value is ready to use; fields must
 // be set before the first request. Safe for concurrent use.
 type Responses struct {
@@ -106,8 +115,9 @@ func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(invalid("reading body: %v", err), 0)
 		return
 	}
+	compact := r.URL.Path == "/v1/responses/compact"
 	switch {
-	case r.URL.Path != "/v1/responses":
+	case r.URL.Path != "/v1/responses" && !compact:
 		fail(&APIError{Status: http.StatusNotFound, Type: "invalid_request_error", Message: fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path)}, 0)
 		return
 	case r.Method != http.MethodPost:
@@ -120,8 +130,21 @@ func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokens := CountResponses(s.counter(), s.Signer, body)
+	if compact {
+		s.addAnswered(r, body, http.StatusOK, tokens, "", "")
+		n := s.seq.Add(1)
+		it := item{typ: "compaction", id: fmt.Sprintf("cmp_fake%06d", n), encrypted: s.Signer.Encrypt(fmt.Sprintf("compacted %d input tokens", tokens))}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"id": fmt.Sprintf("resp_fake%06d", n), "object": "response.compaction",
+			"created_at": time.Now().Unix(), "output": []any{it.final()},
+			"usage": map[string]any{"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}})
+		return
+	}
+	trigger := lastIsTrigger(body)
 	var rep Reply
 	switch {
+	case trigger:
+		rep = Reply{Compaction: fmt.Sprintf("compacted %d input tokens", tokens)}
 	case IsSummaryRequest(body):
 		rep = Reply{Text: DefaultSummary}
 		if s.Summarize != nil {
@@ -241,6 +264,9 @@ type item struct {
 }
 
 func (s *Responses) items(rep Reply, n int64, encrypted bool) []item {
+	if rep.Compaction != "" {
+		return []item{{typ: "compaction", id: fmt.Sprintf("cmp_fake%06d", n), encrypted: s.Signer.Encrypt(rep.Compaction)}}
+	}
 	var out []item
 	if rep.Thinking != "" {
 		it := item{typ: "reasoning", id: fmt.Sprintf("rs_fake%06d", n), text: rep.Thinking}
@@ -272,6 +298,8 @@ func (s *Responses) items(rep Reply, n int64, encrypted bool) []item {
 
 func (it item) start() map[string]any {
 	switch it.typ {
+	case "compaction":
+		return it.final()
 	case "reasoning":
 		return map[string]any{"id": it.id, "type": "reasoning", "summary": []any{}}
 	case "message":
@@ -284,6 +312,8 @@ func (it item) start() map[string]any {
 
 func (it item) final() map[string]any {
 	switch it.typ {
+	case "compaction":
+		return map[string]any{"id": it.id, "type": "compaction", "encrypted_content": it.encrypted}
 	case "reasoning":
 		m := map[string]any{"id": it.id, "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": it.text}}}
 		if it.encrypted != "" {
@@ -307,7 +337,18 @@ var responseItems = map[string]bool{
 	"image_generation_call": true, "code_interpreter_call": true, "mcp_call": true, "mcp_list_tools": true,
 	"mcp_approval_request": true, "mcp_approval_response": true, "item_reference": true, "compaction": true,
 	"tool_search_call": true, "tool_search_output": true, "shell_call": true, "shell_call_output": true,
-	"apply_patch_call": true, "apply_patch_call_output": true,
+	"apply_patch_call": true, "apply_patch_call_output": true, "compaction_trigger": true,
+}
+
+// lastIsTrigger reports whether a request's last input item is a
+// compaction_trigger.
+func lastIsTrigger(body []byte) bool {
+	in := gjson.GetBytes(body, "input")
+	if !in.IsArray() {
+		return false
+	}
+	items := in.Array()
+	return len(items) > 0 && itemType(items[len(items)-1]) == "compaction_trigger"
 }
 
 // Items a reasoning item may be followed by (what the model produced).
@@ -462,6 +503,10 @@ func ValidateResponses(body []byte, signer Signer) *APIError {
 				e := invalid("The encrypted content %s could not be verified.", abbrev(ec.String()))
 				e.Code = "invalid_encrypted_content"
 				return e
+			}
+		case "compaction_trigger":
+			if i != len(items)-1 {
+				return at(invalid("Item of type 'compaction_trigger' must be the last input item."), param+".type")
 			}
 		case "compaction":
 			ec := it.Get("encrypted_content").String()

@@ -18,6 +18,10 @@ type Reply struct {
 	Thinking string
 	// Text is the answer's text (final, or said before the calls).
 	Text string
+	// Compaction, if set, makes a Responses answer one compaction item
+	// (encrypted_content issued for this text) and nothing else: the
+	// answer to a compaction_trigger.
+	Compaction string
 	// Calls are the tool calls the answer makes.
 	Calls []Call
 	// Status, if not 0 or 200, makes the fake answer this error status

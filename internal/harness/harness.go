@@ -4,6 +4,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -12,8 +13,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/condense"
@@ -47,6 +52,22 @@ type Options struct {
 	// Front, if set, wraps the proxy's handler (a recorder of what the
 	// agent sent and the proxy answered, for instance). Nil: none.
 	Front func(http.Handler) http.Handler
+	// Target is condense.target; 0: the default (0.5, or 5/8 of a
+	// threshold at or below it).
+	Target float64
+	// Model, if set, replaces the one model entry every name matches
+	// (its Match is forced to "*" and, when 0, its window to Window): the
+	// prompt-cache prices the planner uses, for instance.
+	Model *config.ModelConfig
+	// Configure, if set, changes the config after the harness's own
+	// settings, before the stack is built (an evaluation mode's keys).
+	Configure func(*config.Config)
+	// SummaryTokens, if above 0, pads the canned summaries to about that
+	// many tokens (a real summary of a 12k-token chunk is 500–2,000).
+	SummaryTokens int
+	// FaithfulSummaries: summaries keep the facts of what they summarize
+	// (FaithfulSummaryOf), within SummaryTokens (1,000 when 0).
+	FaithfulSummaries bool
 }
 
 // ScopeSecret is the stacks' scope_secret, so a test can compute the
@@ -74,6 +95,66 @@ func CannedSummary(body []byte) (int, string) {
 	return 200, fmt.Sprintf("## Task and intent\n- continue the task (canned summary %x)\n## Current state and progress\n- work in progress\n## Pending work and next steps\n- keep going", h[:6])
 }
 
+// CannedSummaryOf answers summarizer calls with a deterministic text of
+// about tokens tokens: CannedSummary's sections, then numbered notes.
+func CannedSummaryOf(tokens int) func(body []byte) (int, string) {
+	return func(body []byte) (int, string) {
+		status, text := CannedSummary(body)
+		var b strings.Builder
+		b.WriteString(text)
+		for i := 1; b.Len() < 4*tokens; i++ {
+			fmt.Fprintf(&b, "\n- note %d: a step of the earlier work, its files and its outcome, kept in brief", i)
+		}
+		return status, b.String()
+	}
+}
+
+// FaithfulSummaryOf answers summarizer calls the way the built-in prompt
+// asks a model to (condense.DefaultPrompt: "Keep exact file paths,
+// function and test names, error messages…"): the lines of the
+// transcript that carry such facts — failing tests, errors, exit
+// statuses, decisions, the task, the paths an agent changed — verbatim,
+// deduplicated, within about tokens tokens, then CannedSummary's
+// sections padded to that size. It stands in for a good summarizer in
+// evaluations that count the facts a condensed request still carries; the
+// canned summaries keep none.
+func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
+	return func(body []byte) (int, string) {
+		var texts []string
+		var walk func(v gjson.Result)
+		walk = func(v gjson.Result) {
+			switch {
+			case v.Type == gjson.String:
+				texts = append(texts, v.Str)
+			case v.IsArray() || v.IsObject():
+				v.ForEach(func(_, x gjson.Result) bool { walk(x); return true })
+			}
+		}
+		walk(gjson.ParseBytes(body))
+		var b strings.Builder
+		b.WriteString("## Facts kept\n")
+		seen := map[string]bool{}
+		for _, t := range texts {
+			for _, l := range strings.Split(t, "\n") {
+				l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+				if l == "" || seen[l] || len(l) > 300 || !factLine.MatchString(l) {
+					continue
+				}
+				if b.Len()+len(l) > 4*tokens {
+					break
+				}
+				seen[l] = true
+				b.WriteString("- " + l + "\n")
+			}
+		}
+		status, text := CannedSummaryOf(max(tokens-b.Len()/4, 50))(body)
+		return status, b.String() + text
+	}
+}
+
+// factLine matches the lines a faithful summary keeps.
+var factLine = regexp.MustCompile(`(?i)(--- FAIL|FAIL\b|error|panic|exit status|_test\.go:\d+|decision \d+|^Task \d+|I will change|follow-up)`)
+
 // New starts a Stack; Close stops it.
 func New(o Options) *Stack {
 	if o.Window <= 0 {
@@ -96,6 +177,12 @@ func New(o Options) *Stack {
 	}
 	s := &Stack{Fake: fakeupstream.New(), Counter: o.Counter}
 	s.Fake.Summarize = CannedSummary
+	if o.SummaryTokens > 0 {
+		s.Fake.Summarize = CannedSummaryOf(o.SummaryTokens)
+	}
+	if o.FaithfulSummaries {
+		s.Fake.Summarize = FaithfulSummaryOf(cmp.Or(o.SummaryTokens, 1000))
+	}
 	s.upstream = s.Fake
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -110,6 +197,9 @@ func New(o Options) *Stack {
 	if o.Threshold <= cfg.Condense.Target {
 		cfg.Condense.Target = o.Threshold * 5 / 8
 	}
+	if o.Target > 0 {
+		cfg.Condense.Target = o.Target
+	}
 	cfg.Condense.PrepareThreshold = 0 // threshold - 0.1
 	cfg.Condense.Summarizer = o.Summarizer
 	cfg.Condense.SummaryTimeout = o.SummaryTimeout
@@ -119,6 +209,17 @@ func New(o Options) *Stack {
 	cfg.UI.Enabled = false
 	// Every model has the test's window.
 	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: o.Window, Encoding: tokenizer.O200kBase, SafetyFactor: 1}}
+	if o.Model != nil {
+		m := *o.Model
+		m.Match = "*"
+		if m.ContextWindow == 0 {
+			m.ContextWindow = o.Window
+		}
+		cfg.Models = []config.ModelConfig{m}
+	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
 	a, err := app.New(context.Background(), &cfg, app.Options{
 		Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(o.Cache), Counter: o.Counter,
 		Recorder: o.Recorder, UI: o.UI,

@@ -1,19 +1,20 @@
 // Package redistest starts throw-away Redis servers and Redis Clusters for
 // tests, from the redis-server and redis-cli binaries (.ci/run installs
-// them). Without the binaries a test is skipped, except under CI=true,
-// where it fails.
+// them). Without the binaries a test is skipped, except in CI
+// (testenv.InCI), where it fails.
 package redistest
 
 import (
 	"bytes"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // need returns the path of binary, skipping or failing the test without it.
@@ -21,8 +22,8 @@ func need(t testing.TB, binary string) string {
 	t.Helper()
 	p, err := exec.LookPath(binary)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and %s is missing (.ci/run installs redis-server and redis-cli)", binary)
+		if testenv.InCI() {
+			t.Fatalf("in CI and %s is missing (.ci/run installs redis-server and redis-cli)", binary)
 		}
 		t.Skipf("%s not found: install redis-server (and redis-cli) to run this test", binary)
 	}

@@ -40,6 +40,18 @@ function short(n) {
 }
 const plural = (n, word) => num(n) + ' ' + word + (n === 1 ? '' : 's');
 const pct = (a, b) => (b > 0 ? (100 * a / b).toFixed(1) + '%' : '—');
+// frac shows a fraction the API worked out (null: not defined) as a percentage.
+const frac = (f) => (f === null || f === undefined ? '—' : (100 * f).toFixed(1) + '%');
+// Bills are in input tokens' worth (units of the model's input price).
+const bill = (x) => short(Math.round(x || 0));
+const billExact = (x) => num(Math.round(x || 0));
+// saved says what a saving (a fraction, null: none) means; would, for
+// observe mode's: what auto would save.
+function saved(f, would) {
+  if (f === null || f === undefined) return 'nothing billed yet';
+  if (would) return f >= 0 ? 'would save ' + frac(f) : 'would cost ' + frac(-f) + ' more';
+  return f >= 0 ? 'saved ' + frac(f) : 'costs ' + frac(-f) + ' more';
+}
 function ago(t) {
   const d = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
   if (d < 60) return Math.round(d) + ' s ago';
@@ -239,17 +251,33 @@ function stat(label, value, sub, cls) {
 function renderCards(ov) {
   const t = ov.totals, o = ov.outcomes, a = ov.applied;
   const condensed = o.condensed || 0;
-  const saved = t.tokens_received - t.tokens_forwarded;
-  const cache = t.prefix_requests > 0 ? pct(t.prefix_reused, t.prefix_forwarded) : '—';
+  const savedTokens = t.tokens_received - t.tokens_forwarded;
   const topReason = ov.degraded_reasons && ov.degraded_reasons.length ? ov.degraded_reasons[0].reason : 'none';
   $('#cards').replaceChildren(
     stat('Requests', num(t.requests), (t.errors ? plural(t.errors, 'error') + ' · ' : '') + plural(ov.conversations, 'conversation')),
     stat('Condensed', num(condensed), pct(condensed, t.requests) + ' · full ' + num(a.full) + ' · selective ' + num(a.selective) + ' · window ' + num(a.truncate)),
-    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded · saved ' + pct(saved, t.tokens_received)),
-    stat('Cache-friendly', cache, t.prefix_requests > 0 ? 'leading tokens same as the previous request' : 'not reported by the engine yet'),
+    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded · saved ' + pct(savedTokens, t.tokens_received)),
+    stat('Bill (estimated)', bill(t.bill_uncondensed) + ' → ' + bill(t.bill),
+      saved(ov.bill_saving) + ' · uncondensed → forwarded, in input tokens\' worth', ov.bill_saving < 0 ? 'warn' : ''),
+    stat('Cache-friendly', frac(ov.cache_read_share), ov.cache_read_share === null ? 'nothing forwarded yet'
+      : 'reads from the prompt cache (estimated)' + (t.prefix_requests > 0 ? ' · prefix kept ' + pct(t.prefix_reused, t.prefix_forwarded) : '')),
     stat('Summarizer calls', num(t.summarizer_calls), (t.summaries === 1 ? '1 summary' : num(t.summaries) + ' summaries') + ' · ' + plural(t.digests, 'digest') + ' · ' + plural(t.windows, 'window') + ' made'),
     stat('Degraded', num(t.degraded), t.degraded ? topReason : 'no fallback used', t.degraded ? 'warn' : ''),
   );
+  const obs = t.observe;
+  if (obs && obs.requests > 0) {
+    // What turning auto on would save, on the requests observe mode forwarded as received.
+    $('#cards').append(stat('Observe: auto would bill', bill(obs.bill) + ' → ' + bill(obs.would_bill),
+      saved(ov.observe_saving, true) +
+      ' · ' + plural(obs.requests, 'request') + ' observed, ' + num(obs.would_condense) + ' would be condensed', 'observe'));
+  }
+  const ka = ov.keepalive;
+  if (ka) {
+    $('#cards').append(stat('Keep-alive', plural(ka.pings, 'ping'),
+      short(ka.cache_read) + ' cache reads bought · net saving ' + short(Math.round(ka.net_saving)) + ' input tokens' +
+      (ka.ping_writes ? ' · ' + num(ka.ping_writes) + ' found the cache gone' : '') + (ka.ping_errors ? ' · ' + plural(ka.ping_errors, 'error') : ''),
+      ka.net_saving < 0 ? 'warn' : ''));
+  }
 }
 
 function minutesChart(mins) {
@@ -279,7 +307,7 @@ function renderModes(ov) {
     h('td', {}, m.mode),
     h('td', { class: 'num' }, num(m.condensed + m.unchanged + m.passed + m.not_counted)),
     h('td', { class: 'badges' }, Object.entries(m.applied || {}).sort().map(([k, v]) => h('span', { class: 'badge ' + k }, k + ' ' + num(v)))),
-    h('td', { class: 'num' }, num(m.unchanged)),
+    h('td', { class: 'num', title: m.deferred ? 'of which deferred: condensing them would not have paid (condense.defer)' : null }, num(m.unchanged) + (m.deferred ? ' (' + num(m.deferred) + ' deferred)' : '')),
     h('td', { class: 'num' }, num(m.passed)),
     h('td', { class: 'num' }, m.degraded ? h('span', { class: 'badge degraded' }, num(m.degraded)) : '0')));
   $('#modes').replaceChildren(rows.length ? h('table', {},
@@ -299,10 +327,17 @@ function renderModels(ov) {
     h('td', { class: 'num' }, num(m.condensed)),
     h('td', { class: 'num' }, short(m.tokens_received) + ' → ' + short(m.tokens_forwarded)),
     h('td', { class: 'num' }, pct(m.tokens_received - m.tokens_forwarded, m.tokens_received)),
-    h('td', { class: 'num', title: 'prompt-cache friendly share' }, m.prefix_forwarded > 0 ? pct(m.prefix_reused, m.prefix_forwarded) : '—')));
+    h('td', { class: 'num', title: billExact(m.bill_uncondensed) }, bill(m.bill_uncondensed)),
+    h('td', { class: 'num', title: billExact(m.bill) }, bill(m.bill)),
+    h('td', { class: 'num' + (m.bill_saving < 0 ? ' worse' : '') }, frac(m.bill_saving)),
+    h('td', { class: 'num' }, frac(m.cache_read_share))));
   $('#models').replaceChildren(rows.length ? h('table', {},
     h('thead', {}, h('tr', {}, h('th', {}, 'model'), h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'condensed'),
-      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num' }, 'saved'), h('th', { class: 'num' }, 'cache'))),
+      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num' }, 'tokens saved'),
+      h('th', { class: 'num', title: 'estimated bill had the requests gone as received, in input tokens\' worth' }, 'bill uncondensed'),
+      h('th', { class: 'num', title: 'estimated bill of the requests forwarded, in input tokens\' worth' }, 'bill forwarded'),
+      h('th', { class: 'num' }, 'bill saved'),
+      h('th', { class: 'num', title: 'share of the forwarded tokens read from the prompt cache (estimated)' }, 'cache reads'))),
     h('tbody', {}, rows)) : h('p', { class: 'muted' }, 'No request yet.'));
 }
 
@@ -337,11 +372,15 @@ function renderConvs(r) {
   h('td', { class: 'trunc', title: c.user_agent || '' }, c.content ? (c.user_agent || '—') : h('span', { class: 'muted' }, 'hidden')),
   h('td', { class: 'num' }, num(c.requests)),
   h('td', { class: 'num' }, short(c.tokens_received) + ' → ' + short(c.tokens_forwarded), meter(c)),
+  h('td', { class: 'num', title: billExact(c.bill_uncondensed) + ' uncondensed → ' + billExact(c.bill) + ' forwarded' + (c.observed ? '; auto would bill ' + billExact(c.would_bill) : '') },
+    bill(c.bill), ' ', h('span', { class: 'muted' + (c.bill_saving < 0 ? ' worse' : '') }, '(' + frac(c.bill_saving) + ')'),
+    c.observed ? h('div', { class: 'muted' }, 'auto: ' + bill(c.would_bill) + ' (' + frac(c.observe_saving) + ')') : ''),
   h('td', { class: 'badges' }, h('span', { class: 'badge ' + c.applied }, c.applied), c.degraded ? h('span', { class: 'badge degraded', title: 'degraded requests' }, ' ' + c.degraded + ' degraded') : ''),
   h('td', { class: 'num' }, num(c.condensed))));
   $('#convs').replaceChildren(h('table', {},
     h('thead', {}, h('tr', {}, h('th', {}, 'last seen'), h('th', {}, 'conversation'), h('th', {}, 'model'), h('th', {}, 'agent'),
       h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'tokens now (received → forwarded)'),
+      h('th', { class: 'num', title: 'estimated bill of all its requests, in input tokens\' worth, and the share saved against uncondensed' }, 'bill (saved)'),
       h('th', {}, 'mode applied'), h('th', { class: 'num' }, 'condensed'))),
     h('tbody', {}, rows)));
   // Widths from data attributes: the CSP allows no inline style markup.
@@ -349,6 +388,7 @@ function renderConvs(r) {
 }
 
 const KINDS = ['summary', 'digest', 'window'];
+const DEFERRED = 'over the threshold and forwarded as received: condensing it now would have cost more than it saves (condense.defer); the request says why';
 const APPLIED_KIND = { full: 'summary', selective: 'digest', truncate: 'window' };
 
 // kinds lists the changes in effect in a request, by kind, with how many
@@ -358,6 +398,7 @@ function kinds(q) {
   [q.summaries, q.digests, q.windows].forEach((c, j) => { if (c) k.push([KINDS[j], c, q.new[j]]); });
   if (!k.length && APPLIED_KIND[q.applied]) k.push([APPLIED_KIND[q.applied], 0, 0]);
   if (q.degraded) k.push(['degraded', 0, 0]);
+  if (q.deferred) k.push(['deferred', 0, 0]);
   return k;
 }
 
@@ -394,6 +435,8 @@ function renderConv(r) {
       chip('tokens now', num(c.tokens_received) + ' → ' + num(c.tokens_forwarded)),
       chip('window', num(c.window)), chip('threshold', num(c.trigger)),
       chip('condensed', num(c.condensed)), chip('degraded', num(c.degraded)),
+      chip('bill, est.', billExact(c.bill_uncondensed) + ' → ' + billExact(c.bill) + ' (' + saved(c.bill_saving) + ')'),
+      c.observed ? chip('observe', plural(c.observed, 'request') + ', auto would bill ' + billExact(c.would_bill) + ' (' + saved(c.observe_saving, true) + ')') : '',
       chip('first seen', new Date(c.first).toLocaleString())),
     timeline(reqs, c.id),
     h('div', { class: 'legend' },
@@ -449,7 +492,7 @@ function timeline(reqs, id) {
     s('polyline', { points: pts((q) => q.tokens_forwarded), fill: 'none', stroke: C.forwarded, 'stroke-width': 2.5, class: 'forwarded-line' }));
   reqs.forEach((q, i) => {
     const go = () => { location.hash = '#/c/' + id + '/r/' + q.n; };
-    const tip = '#' + q.n + ' · ' + num(q.tokens_received) + ' received → ' + num(q.tokens_forwarded) + ' forwarded · ' + q.applied + (q.degraded ? ' · degraded' : '');
+    const tip = '#' + q.n + ' · ' + num(q.tokens_received) + ' received → ' + num(q.tokens_forwarded) + ' forwarded · ' + q.applied + (q.degraded ? ' · degraded' : '') + (q.agent_compaction ? ' · agent compaction (' + q.agent_compaction + ')' : '');
     const ks = marks(reqs, i);
     if (n <= 120 || ks.length) {
       svg.append(s('circle', { cx: x(i), cy: y(q.tokens_forwarded), r: n > 60 ? 2.5 : 3.5, fill: C.forwarded, class: 'pt', onclick: go }, s('title', {}, tip)));
@@ -485,11 +528,14 @@ function requestsTable(reqs, id, sel) {
   h('td', { class: 'num' }, '#' + q.n),
   h('td', { title: new Date(q.time).toLocaleString() }, clock(q.time)),
   h('td', { class: 'num' }, q.status),
-  h('td', {}, q.mode + ' → ', h('span', { class: 'badge ' + q.applied }, q.applied)),
+  h('td', { class: 'nowrap' }, applied(q)),
   h('td', { class: 'num' }, num(q.tokens_received)),
   h('td', { class: 'num' }, num(q.tokens_forwarded)),
-  h('td', { class: 'badges' }, kinds(q).map(([k, c, fresh]) => h('span', { class: 'badge ' + k, title: fresh ? fresh + ' new in this request' : '' },
+  h('td', { class: 'badges' }, kinds(q).map(([k, c, fresh]) => h('span', { class: 'badge ' + k, title: k === 'deferred' ? DEFERRED : fresh ? fresh + ' new in this request' : '' },
     (c ? k + ' ×' + c : k) + (fresh && fresh < c ? ' (' + fresh + ' new)' : '')))),
+  h('td', { class: 'num', title: 'tokens read from the prompt cache / written (estimated)' }, short(q.cache_read) + ' / ' + short(q.cache_write)),
+  h('td', { class: 'num', title: 'uncondensed: ' + billExact(q.bill_uncondensed) }, bill(q.bill),
+    q.applied === 'observe' ? h('span', { class: 'muted' }, ' (would ' + bill(q.would_bill) + ')') : ''),
   h('td', { class: 'num' }, num(q.summarizer_calls)),
   h('td', { class: 'num' }, q.duration_ms.toFixed(q.duration_ms < 10 ? 1 : 0) + ' ms')));
   const more = reqs.length > limit
@@ -498,8 +544,18 @@ function requestsTable(reqs, id, sel) {
   return h('div', {}, h('h3', {}, 'Requests, newest first'),
     h('table', {}, h('thead', {}, h('tr', {}, h('th', { class: 'num' }, '#'), h('th', {}, 'time'), h('th', { class: 'num' }, 'status'),
       h('th', {}, 'mode → applied'), h('th', { class: 'num' }, 'received'), h('th', { class: 'num' }, 'forwarded'),
-      h('th', {}, 'changes'), h('th', { class: 'num' }, 'summarizer calls'), h('th', { class: 'num' }, 'duration'))),
+      h('th', {}, 'changes'), h('th', { class: 'num' }, 'cache read / written'),
+      h('th', { class: 'num', title: 'estimated bill, in input tokens\' worth' }, 'bill'),
+      h('th', { class: 'num' }, 'summarizer calls'), h('th', { class: 'num' }, 'duration'))),
     h('tbody', {}, rows)), more);
+}
+
+// applied shows what was done to a request: "auto → full", or in observe
+// mode what auto would have done.
+function applied(q) {
+  if (q.applied !== 'observe') return [q.mode + ' → ', h('span', { class: 'badge ' + q.applied }, q.applied)];
+  return [(q.mode === 'observe' ? 'observe' : q.mode + ' → observe') + ' → would apply ',
+    h('span', { class: 'badge ' + (q.would_apply || 'none') }, q.would_apply || 'none'), ', ' + num(q.would_tokens_after) + ' tokens'];
 }
 
 let shownDetail = null;
@@ -515,17 +571,25 @@ function renderDetail(r) {
     return;
   }
   const d = state.detail.request, content = state.detail.content;
-  const saved = d.tokens_received - d.tokens_forwarded;
+  const savedTokens = d.tokens_received - d.tokens_forwarded;
   const parts = [
     h('div', { class: 'panel-head' }, h('h2', {}, 'Request #' + d.n), h('span', { class: 'muted' }, new Date(d.time).toLocaleString()),
       h('span', { class: 'spacer' }), h('a', { href: '#/c/' + r.conv }, 'close')),
     h('div', { class: 'chips' },
       chip('status', d.status), chip('mode', d.mode + ' → ' + d.applied),
-      chip('tokens', num(d.tokens_received) + ' → ' + num(d.tokens_forwarded) + (saved > 0 ? ' (−' + pct(saved, d.tokens_received) + ')' : '')),
+      chip('tokens', num(d.tokens_received) + ' → ' + num(d.tokens_forwarded) + (savedTokens > 0 ? ' (−' + pct(savedTokens, d.tokens_received) + ')' : '')),
       chip('messages', num(d.messages)), chip('summarizer calls', num(d.summarizer_calls)),
       d.summary_levels ? chip('summaries', d.summary_levels) : '', d.cache ? chip('cache', d.cache) : '',
       d.prefix_reused >= 0 ? chip('prefix reused', num(d.prefix_reused)) : '',
+      d.agent_compaction ? chip('agent compaction', d.agent_compaction) : '',
+      d.recalls ? chip('recalls', num(d.recalls)) : '',
       chip('duration', d.duration_ms.toFixed(1) + ' ms')),
+    h('div', { class: 'chips' },
+      chip('cache read / written', num(d.cache_read) + ' / ' + num(d.cache_write)),
+      chip('bill, est.', billExact(d.bill) + ' (uncondensed ' + billExact(d.bill_uncondensed) + ')'),
+      d.applied === 'observe' ? [chip('observe → would apply', d.would_apply || 'none'), chip('would forward', num(d.would_tokens_after) + ' tokens'),
+        chip('would bill', billExact(d.would_bill) + ' (cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
+      d.deferred ? h('span', { class: 'chip deferred' }, 'deferred ', h('b', {}, d.deferred_reason || 'condensing it would not have paid')) : ''),
   ];
   if (d.reason) parts.push(h('p', { class: 'reason' }, 'Why: ' + d.reason));
   if (d.degraded) parts.push(h('div', { class: 'degraded-box' }, 'Degraded' + (d.degraded_reason ? ': ' + d.degraded_reason : '')));
@@ -534,9 +598,20 @@ function renderDetail(r) {
   } else {
     parts.push(h('h3', {}, 'Shape: received and forwarded'), shapes(d));
     parts.push(h('h3', {}, 'What was replaced'));
-    if (!d.changes.length) parts.push(h('p', { class: 'muted' }, d.applied === 'none' ? 'Nothing: the request was forwarded as received.' : 'The engine reported no individual change for this request.'));
+    if (!d.changes.length) {
+      parts.push(h('p', { class: 'muted' }, d.applied === 'none' ? 'Nothing: the request was forwarded as received.'
+        : d.applied === 'observe' ? 'Nothing: observe mode forwards the request as received; auto would have applied ' + (d.would_apply || 'none') + '.'
+          : 'The engine reported no individual change for this request.'));
+    }
     if (!content && d.changes.length) parts.push(h('p', { class: 'note' }, 'Numbers only: texts, tools and ids are not shown to you.'));
     parts.push(h('div', { class: 'changes' }, d.changes.map(change)));
+    if (d.recall_calls && d.recall_calls.length) {
+      parts.push(h('h3', {}, 'Recalls answered by the proxy'));
+      parts.push(h('div', { class: 'changes' }, d.recall_calls.map((rc) => h('div', { class: 'change' },
+        h('div', {}, h('b', {}, rc.outcome), rc.query ? ' query “' + rc.query + '”' : '', rc.id ? ' id ' + rc.id : '',
+          ' — ' + num(rc.count) + ' item(s) returned'),
+        rc.answer ? h('pre', {}, rc.answer) : ''))));
+    }
   }
   el.replaceChildren(...parts);
 }

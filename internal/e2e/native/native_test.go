@@ -15,6 +15,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/replay"
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // corpusFiles lists the shared corpus's sessions; it skips the test when
@@ -23,8 +24,8 @@ func corpusFiles(t *testing.T) []string {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err != nil {
-		if v := strings.ToLower(os.Getenv("CI")); v == "true" || v == "1" {
-			t.Fatalf("CI=true and the shared corpus is absent: %v", err)
+		if testenv.InCI() {
+			t.Fatalf("in CI and the shared corpus is absent: %v", err)
 		}
 		t.Skip("shared corpus absent")
 	}

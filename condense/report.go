@@ -1,5 +1,7 @@
 package condense
 
+import "strings"
+
 // Change is one thing condensing replaced in a request, for the live page
 // and the originals endpoint: a summary, a digest or a window marker.
 type Change struct {
@@ -35,4 +37,13 @@ const (
 type ItemShape struct {
 	Role   string `json:"role"`
 	Tokens int    `json:"tokens"`
+}
+
+// addDegraded appends a fallback's reason to the report.
+func addDegraded(r *Report, why string) {
+	if r.Degraded == "" {
+		r.Degraded = why
+	} else if !strings.Contains(r.Degraded, why) {
+		r.Degraded += "; " + why
+	}
 }

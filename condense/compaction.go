@@ -1,0 +1,229 @@
+package condense
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/condense-proxy/condense-proxy/selective"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Agents that compact themselves.
+//
+// Near the end of its window a coding agent asks the model to summarize
+// the conversation so far (Claude Code, Codex with a custom provider, Roo
+// Code, Cline, opencode, qwen-code, OpenHands), or asks the upstream to
+// compact it (a Responses compaction_trigger), then replaces its history
+// by the summary. Whatever the proxy summarized or digested away in that
+// request never reaches the agent's summary, and after the compaction it
+// is gone for good. So the codecs mark such a request (view.Request's
+// Compaction, from its last user message only) and the engine:
+//
+//   - forwards it byte for byte when it fits the model's window, even over
+//     the threshold (mode, force and max_messages do not change that);
+//   - when it does not fit, digests its tool outputs, oldest first, until
+//     it fits — never a summary (a summary of what the agent is about to
+//     summarize) and never a window cut —, and says so in the report's
+//     Degraded; a request that even then does not fit is forwarded
+//     digested as far as it goes;
+//   - forwards a request the codec marked untouchable too
+//     (compaction_trigger: the upstream compacts) as received;
+//   - records it in the prefix bookkeeping like any forwarded request, and
+//     keeps it per caller, so the agent's next request — a new history
+//     starting with the summary, another conversation by its head — is
+//     compared with it rather than counted as a conversation never seen.
+
+// agentCompaction handles an agent's own compaction request (rq.in has
+// Compaction set): res is filled in, and the request forwarded is
+// returned scanned, for the prefix bookkeeping.
+func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res *Result) (*view.Request, error) {
+	r := &res.Report
+	in := rq.in
+	r.AgentCompaction = in.Compaction
+	observe := e.observe
+	if rq.req.CountOnly {
+		observe = func(string, string, int) {}
+	}
+	what := "agent compaction (" + in.Compaction + ")"
+	overWindow := r.TokensBefore > r.Window
+	switch {
+	case mode == ModeOff:
+		r.Reason = what + "; mode off"
+		return in, nil
+	case in.Untouchable != "":
+		r.Reason = what + "; " + in.Untouchable + "; forwarded unchanged"
+		if overWindow {
+			addDegraded(r, what+" over the context window: "+in.Untouchable+"; forwarded unchanged")
+		}
+		observe(mode, "agent_compaction", 0)
+		return in, nil
+	case !overWindow:
+		r.Reason = what + " within the context window; forwarded unchanged"
+		observe(mode, "agent_compaction", 0)
+		return in, nil
+	}
+	r.Reason = what + " over the context window"
+	if err := e.parse(rq); err != nil {
+		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		addDegraded(r, what+" over the context window; forwarded unchanged")
+		observe(mode, "invalid", 0)
+		return in, nil
+	}
+	r.Received = shapes(in)
+	out, n, err := e.digestAll(ctx, rq, e.budgets(rq).window)
+	if err != nil {
+		if ctx.Err() != nil {
+			return in, ctx.Err()
+		}
+		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		addDegraded(r, what+" over the context window; forwarded unchanged")
+		observe(mode, "failed", 0)
+		return in, nil
+	}
+	if out == nil {
+		r.Reason += "; no tool output to digest; forwarded unchanged"
+		addDegraded(r, what+" over the context window and nothing to digest; forwarded unchanged")
+		observe(mode, "unchanged", 0)
+		return in, nil
+	}
+	after, err := e.countOut(rq, out)
+	if err != nil {
+		r.Reason += "; digested body did not re-count; forwarded unchanged"
+		addDegraded(r, what+" over the context window; forwarded unchanged")
+		observe(mode, "failed", 0)
+		return in, nil
+	}
+	afterTokens := scale(after.Total, rq.limits.SafetyFactor)
+	if afterTokens >= r.TokensBefore {
+		r.Reason += "; digests did not shrink the request; forwarded unchanged"
+		addDegraded(r, what+" over the context window; forwarded unchanged")
+		observe(mode, "unchanged", 0)
+		return in, nil
+	}
+	headers := []view.Header(nil)
+	if f, ok := rq.codec.(view.Finisher); ok {
+		body, hs, err := f.Finish(in, out)
+		if err != nil {
+			r.Reason += "; " + err.Error() + "; forwarded unchanged"
+			addDegraded(r, what+" over the context window; forwarded unchanged")
+			observe(mode, "failed", 0)
+			return in, nil
+		}
+		out, headers = body, hs
+	}
+	why := fmt.Sprintf("%s over the context window: %d tool outputs digested, no summaries", what, n)
+	if afterTokens > r.Window {
+		why += "; still over the window"
+	}
+	addDegraded(r, why)
+	r.Reason += fmt.Sprintf("; %d tool outputs digested", n)
+	r.Applied = AppliedSelective
+	r.TokensAfter = afterTokens
+	r.Changes = rq.changes
+	if after.Parsed || rq.codec.Parse(after) == nil {
+		r.Forwarded = shapes(after)
+	}
+	res.Body, res.Headers = out, headers
+	observe(mode, "condensed", r.TokensBefore-r.TokensAfter)
+	return after, nil
+}
+
+// digestAll digests the request's tool outputs, oldest first, until it is
+// within limit tokens (raw counts, like the budgets) or none is left. It
+// returns the digested body (nil when nothing was digested) and how many
+// outputs were digested.
+func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int, error) {
+	msgs := selectiveView(rq.conv)
+	var pick []int
+	for i, m := range msgs {
+		if m.Role == "tool" {
+			pick = append(pick, i)
+		}
+	}
+	res, err := e.sel.Apply(ctx, selective.Request{
+		Body: rq.in.Body, Messages: msgs, Need: rq.in.Total - limit, Pick: pick,
+		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
+		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("digesting tool outputs: %w", err)
+	}
+	if res.Digested == 0 {
+		return nil, 0, nil
+	}
+	for _, d := range res.Made {
+		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
+			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
+	}
+	return res.Body, res.Digested, nil
+}
+
+// recordPrefix records fwd, the request forwarded (received: its raw
+// tokens as the agent sent it), as its conversation's latest and returns
+// the request before it (false: none known). A request of a conversation
+// never seen, from a caller whose agent just compacted itself, is
+// compared with that compaction request instead: the agent's new history
+// keeps its system prompt and tools, and its prompt cache.
+func (e *Engine) recordPrefix(scope string, r *Report, fwd *view.Request, received int, spent float64) (cur, prev prefixEntry, ok bool) {
+	cur = summarizeForPrefix(fwd)
+	cur.at, cur.received = e.now(), received
+	cur.spent = spent
+	prev, ok = e.prefixes.record(scope+"\x00"+r.Conversation, cur)
+	if r.AgentCompaction != "" {
+		e.compacted.put(scope, cur)
+		return cur, prev, ok
+	}
+	if !ok {
+		prev, ok = e.compacted.take(scope)
+	}
+	return cur, prev, ok
+}
+
+// compactions remembers, per caller, the last agent compaction request
+// forwarded, until the caller's next request of a new conversation takes
+// it. Bounded: past max callers, the oldest entries are dropped. Safe for
+// concurrent use.
+type compactions struct {
+	mu    sync.Mutex
+	max   int
+	order []string // scopes, oldest first (may hold stale names)
+	by    map[string]prefixEntry
+}
+
+func newCompactions(max int) *compactions {
+	return &compactions{max: max, by: map[string]prefixEntry{}}
+}
+
+func (c *compactions) put(scope string, e prefixEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.by[scope]; !ok {
+		c.order = append(c.order, scope)
+	}
+	c.by[scope] = e
+	for len(c.by) > c.max && len(c.order) > 0 {
+		delete(c.by, c.order[0])
+		c.order = c.order[1:]
+	}
+	if len(c.order) > 2*c.max {
+		// Compact the order of names already taken.
+		kept := c.order[:0]
+		for _, s := range c.order {
+			if _, ok := c.by[s]; ok {
+				kept = append(kept, s)
+			}
+		}
+		c.order = kept
+	}
+}
+
+func (c *compactions) take(scope string) (prefixEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.by[scope]
+	if ok {
+		delete(c.by, scope)
+	}
+	return e, ok
+}

@@ -1,0 +1,158 @@
+package condense
+
+import (
+	"math"
+	"time"
+)
+
+// The cost model. Providers bill a request's input in three parts: the
+// prefix they have cached from the conversation's previous request (a
+// cache read, at read × the input price), and the rest, which they write
+// to the cache (at write × the input price). An agent's requests grow
+// append-only, so an uncondensed conversation is almost all cache reads.
+// An edit of a request changes its bytes from some point on: everything
+// after that point is written again (a bust), once; every later request
+// then reads the edited, smaller prefix. So an edit pays when the tokens
+// it removes, read on every request still to come, outweigh the re-write
+// of what follows it — and a deeper edit (one that removes more) busts
+// once and lasts longer before the next one.
+//
+// The planner prices the few choices that shape a conversation's bill —
+// how far a cut or fold moves when the request outgrows the limit (the
+// stride), how often selective condensing moves its digest frontier, and
+// (with condense.defer) whether condensing now pays at all — by
+// simulating the requests expected to follow. Each choice is made once
+// per conversation and frozen (memo.go), so every later request and every
+// replica replays it byte for byte.
+
+// prices are a model's prompt-cache prices as multiples of its input
+// price, and how long its cache lives idle.
+type prices struct {
+	read, write float64
+	ttl         time.Duration
+}
+
+// Defaults when a model's limits do not say (Anthropic's: the dearest to
+// bust, so a planner that assumes them edits cached history least).
+const (
+	defaultCacheRead  = 0.1
+	defaultCacheWrite = 1.25
+	defaultCacheTTL   = 5 * time.Minute
+	// summaryOutputPrice is the summarizer's output price as a multiple
+	// of its input price (4–5 for the providers' main models).
+	summaryOutputPrice = 4.0
+)
+
+func pricesOf(l ModelLimits) prices {
+	p := prices{read: l.CacheRead, write: l.CacheWrite, ttl: l.CacheTTL}
+	if p.read <= 0 || p.read > 1 {
+		p.read = defaultCacheRead
+	}
+	if p.write < 1 {
+		p.write = defaultCacheWrite
+	}
+	if p.ttl <= 0 {
+		p.ttl = defaultCacheTTL
+	}
+	return p
+}
+
+// horizon is how many more requests a conversation that has taken steps
+// steps is expected to send: as many as it has sent (a conversation that
+// has lasted long tends to last as long again), at least 8.
+func horizon(steps int) float64 { return max(8, float64(steps)) }
+
+// foldCase is what a conversation's cuts are planned from. Token counts
+// are raw (no safety factor).
+type foldCase struct {
+	limit  int     // the request must be cut before it outgrows this (the threshold)
+	floor  int     // the smallest request a cut can leave (head, summary, newest steps)
+	fixed  int     // tokens before the first byte a cut changes (cached across it)
+	growth float64 // tokens a request adds, on average
+	// requests expected still to come
+	horizon float64
+	// perToken is what folding one token costs besides the bust: the
+	// summarizer's input and output per token folded (0 for a window,
+	// which omits).
+	perToken float64
+	// minStride bounds the stride from below.
+	minStride int
+	// lowLimit lets the planner cut before the request reaches limit:
+	// a conversation already condensed may be kept smaller than the
+	// threshold when that is cheaper (full mode's folds). False: cuts
+	// move only at the limit (the sliding window, a last resort).
+	lowLimit bool
+	// minLimit, when above 0, is the lowest limit a low-limit plan may
+	// choose (auto keeps what its digests hold down to the target).
+	minLimit int
+}
+
+// foldPlan is how a conversation's cuts move: when the request outgrows
+// Limit, the cut jumps Stride tokens on, leaving about Limit − Stride.
+type foldPlan struct{ Limit, Stride int }
+
+// planFolds returns the cuts that minimize the expected bill of the
+// requests to come, in units of the input price: each cut moves the
+// request down to about limit − stride, which is re-written once (a
+// bust), and the requests that follow read it from the cache as it grows
+// back to the limit. A deep cut (a long stride) pays the bust and the
+// summarizer once for many requests of small reads; a shallow one busts
+// often and reads more; a low limit reads less but busts more often. Over
+// a short horizon the summarizer's price makes shallow cuts cheaper.
+func (p prices) planFolds(c foldCase) foldPlan {
+	best := foldPlan{Limit: c.limit, Stride: max(c.minStride, 1)}
+	if c.limit-c.floor <= c.minStride {
+		return best
+	}
+	bestCost := math.Inf(1)
+	const steps = 16
+	lo := c.limit
+	if c.lowLimit {
+		lo = max(c.floor+c.minStride, min(c.minLimit, c.limit))
+	}
+	for i := 0; i <= steps; i++ {
+		l := lo + (c.limit-lo)*i/steps
+		if l-c.floor < c.minStride {
+			continue
+		}
+		for j := 0; j <= steps; j++ {
+			s := c.minStride + (l-c.floor-c.minStride)*j/steps
+			if cost := p.foldCost(c, l, s); cost < bestCost {
+				best, bestCost = foldPlan{Limit: l, Stride: s}, cost
+			}
+		}
+	}
+	return best
+}
+
+// foldCost simulates the requests to come with cuts at limit l of stride
+// s: the request is at the threshold now and is cut; each request then
+// grows by the growth and is read from the cache; past l it is cut again.
+func (p prices) foldCost(c foldCase, l, s int) float64 {
+	g := max(c.growth, 1)
+	size := float64(c.limit)
+	cost := 0.0
+	for t := 0.0; t < c.horizon; t++ {
+		if t == 0 || size > float64(l) {
+			after := max(size-float64(s), float64(c.floor))
+			if t == 0 {
+				after = max(float64(l-s), float64(c.floor))
+			}
+			cost += (p.write-p.read)*max(after-float64(c.fixed), 0) + c.perToken*(size-after)
+			size = after
+		}
+		cost += p.read * size
+		size += g
+	}
+	return cost
+}
+
+// frontierStride returns how far selective condensing's digest frontier
+// moves at once: every move re-writes the protected newest outputs after
+// it (tail tokens) once; between moves, the outputs that aged past the
+// frontier are read undigested. The square-root rule balances the two:
+// stride = sqrt(2 × (write − read) / read × tail × growth).
+func (p prices) frontierStride(tail int, growth float64) int {
+	s := math.Sqrt(2 * (p.write - p.read) / p.read * float64(max(tail, 1)) * max(growth, 1))
+	return int(s)
+}

@@ -1,0 +1,240 @@
+package condense
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/selective"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+var anthropic = prices{read: 0.1, write: 1.25, ttl: 5 * time.Minute}
+
+// TestPlanFoldsIsCheapest: the plan costs no more than any other stride
+// the simulation could choose, and a cut that must happen anyway goes
+// deep: a shallow one re-writes more of the request and comes back sooner.
+func TestPlanFoldsIsCheapest(t *testing.T) {
+	for _, h := range []float64{4, 30, 300} {
+		for _, per := range []float64{0, 1.3, 5} {
+			c := foldCase{limit: 96000, floor: 20000, fixed: 2000, growth: 1200, perToken: per, minStride: 12000, horizon: h}
+			p := anthropic.planFolds(c)
+			best := anthropic.foldCost(c, p.Limit, p.Stride)
+			for s := c.minStride; s <= c.limit-c.floor; s += 1000 {
+				if cost := anthropic.foldCost(c, c.limit, s); cost < best*0.98 { // the plan searches a grid of 17 strides
+					t.Errorf("horizon %g, summarizer %g: stride %d costs %.0f, below the plan's %d at %.0f", h, per, s, cost, p.Stride, best)
+					break
+				}
+			}
+			if h == 300 && p.Stride < 60000 {
+				t.Errorf("horizon %g, summarizer %g: a long session cuts only %d deep of the %d possible", h, per, p.Stride, c.limit-c.floor)
+			}
+		}
+	}
+}
+
+// TestPlanFoldsLowLimit: allowed to, a plan for a long conversation folds
+// before the threshold, and never below the least limit it is given.
+func TestPlanFoldsLowLimit(t *testing.T) {
+	c := foldCase{limit: 96000, floor: 20000, fixed: 2000, growth: 1200, perToken: 1.3, minStride: 12000, horizon: 400}
+	if p := anthropic.planFolds(c); p.Limit != c.limit {
+		t.Errorf("without lowLimit the limit moved to %d", p.Limit)
+	}
+	c.lowLimit = true
+	p := anthropic.planFolds(c)
+	if p.Limit >= c.limit {
+		t.Errorf("a long conversation is not kept smaller: limit %d", p.Limit)
+	}
+	if got, low := anthropic.foldCost(c, p.Limit, p.Stride), anthropic.foldCost(c, c.limit, anthropic.planFolds(foldCase{limit: 96000, floor: 20000, fixed: 2000, growth: 1200, perToken: 1.3, minStride: 12000, horizon: 400}).Stride); got > low {
+		t.Errorf("the plan's cost %.0f is above the threshold plan's %.0f", got, low)
+	}
+	c.minLimit = 64000
+	if p := anthropic.planFolds(c); p.Limit < c.minLimit {
+		t.Errorf("limit %d under the least %d", p.Limit, c.minLimit)
+	}
+}
+
+// TestFrontierStride: the square-root rule, wider when busts cost more
+// relative to reads.
+func TestFrontierStride(t *testing.T) {
+	a := anthropic.frontierStride(8000, 1200)
+	o := prices{read: 0.5, write: 1}.frontierStride(8000, 1200)
+	if a < 10000 || a > 20000 {
+		t.Errorf("Anthropic prices: frontier stride %d, want about 15k", a)
+	}
+	if o >= a {
+		t.Errorf("OpenAI-style prices (cheap busts) stride %d, not below Anthropic's %d", o, a)
+	}
+}
+
+func TestPricesDefaults(t *testing.T) {
+	p := pricesOf(ModelLimits{})
+	if p.read != 0.1 || p.write != 1.25 || p.ttl != 5*time.Minute {
+		t.Errorf("defaults %+v", p)
+	}
+	p = pricesOf(ModelLimits{CacheRead: 0.5, CacheWrite: 1, CacheTTL: time.Hour})
+	if p.read != 0.5 || p.write != 1 || p.ttl != time.Hour {
+		t.Errorf("given prices not kept: %+v", p)
+	}
+}
+
+// TestBillEstimates: a conversation's second request reads its shared
+// prefix from the cache; after the cache's lifetime it is all written;
+// the uncondensed counterfactual reads the previous request as received.
+func TestBillEstimates(t *testing.T) {
+	// The engine's background work reads the clock too: an atomic, so
+	// moving it here is no race.
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC).UnixNano())
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+		return ModelLimits{Window: 1_000_000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1, CacheTTL: 5 * time.Minute}
+	}), Cache: cache.NewMemory(64 << 20), Now: func() time.Time { return time.Unix(0, now.Load()) }}, Options{})
+	msgs := session(4, 30)
+	send := func(n int) Report {
+		res, err := e.Condense(context.Background(), Request{Body: body(t, msgs[:n]), Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Report
+	}
+	first := send(len(msgs) - 4)
+	if first.CacheRead != 0 || first.CacheWrite != first.TokensAfter || first.Bill != 1.25*float64(first.TokensAfter) {
+		t.Fatalf("first request: read %d write %d bill %.0f of %d", first.CacheRead, first.CacheWrite, first.Bill, first.TokensAfter)
+	}
+	now.Add(int64(time.Minute))
+	second := send(len(msgs) - 2)
+	if second.CacheRead < first.TokensAfter*9/10 || second.CacheRead+second.CacheWrite != second.TokensAfter {
+		t.Fatalf("second request within the TTL: read %d write %d (previous %d tokens)", second.CacheRead, second.CacheWrite, first.TokensAfter)
+	}
+	if second.UncondensedRead != second.CacheRead || second.Bill != second.BillUncondensed {
+		t.Errorf("a request forwarded as received: bill %.0f vs uncondensed %.0f", second.Bill, second.BillUncondensed)
+	}
+	now.Add(int64(6 * time.Minute))
+	third := send(len(msgs))
+	if third.CacheRead != 0 || third.UncondensedRead != 0 {
+		t.Errorf("after the cache's lifetime: read %d (uncondensed %d), want 0", third.CacheRead, third.UncondensedRead)
+	}
+}
+
+// TestEagerDigests: with selective.eager, old tool outputs are digested
+// under the threshold, the newest steps kept verbatim; without it the
+// same request passes untouched.
+func TestEagerDigests(t *testing.T) {
+	sess, _ := corpus.Synthetic(7, 200_000)
+	b, err := sess.Request("gpt-4o", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, eager := range []bool{false, true} {
+		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(1_000_000), Cache: cache.NewMemory(64 << 20)},
+			Options{SelectiveEnabled: true, SelectiveEager: eager, Selective: selective.Options{KeepRecentToolOutputs: 5}})
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.Report
+		if !eager {
+			if r.Applied != AppliedNone || !bytes.Equal(res.Body, b) {
+				t.Errorf("without eager: applied %s", r.Applied)
+			}
+			continue
+		}
+		if r.Applied != AppliedSelective || r.TokensAfter >= r.TokensBefore || len(r.Changes) == 0 {
+			t.Fatalf("eager: applied %s, %d → %d tokens, %d changes", r.Applied, r.TokensBefore, r.TokensAfter, len(r.Changes))
+		}
+		validate(t, res.Body)
+		last := r.Changes[len(r.Changes)-1].From
+		if last >= len(r.Received)-5 {
+			t.Errorf("eager digested item %d of %d: a protected newest output", last, len(r.Received))
+		}
+	}
+}
+
+// TestDefer: with condense.defer, a conversation that has taken few steps
+// (few requests expected to follow) is forwarded as received over the
+// threshold, saying why; at the hard limit it is condensed; without the
+// option it is condensed at the threshold.
+func TestDefer(t *testing.T) {
+	// A few huge steps: over the threshold after 3 requests.
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
+	for i := 0; i < 4; i++ {
+		id := "c" + strings.Repeat("x", i+1)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": bigFile(40000)})
+	}
+	b := body(t, msgs)
+	run := func(deferOn bool, window int) Report {
+		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: window / 10}
+		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn})
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Report
+	}
+	probe := run(false, 1_000_000)
+	window := probe.TokensBefore * 3 / 2 // over the threshold (0.5), under the hard limit
+	if r := run(false, window); r.Applied == AppliedNone {
+		t.Fatalf("without defer: not condensed (%s)", r.Reason)
+	}
+	r := run(true, window)
+	if r.Applied != AppliedNone || r.Deferred == "" || !strings.Contains(r.Deferred, "requests expected") {
+		t.Fatalf("with defer: applied %s, deferred %q (%s)", r.Applied, r.Deferred, r.Reason)
+	}
+	hard := probe.TokensBefore * 21 / 20 // over the window less the answer's room
+	if r := run(true, hard); r.Applied == AppliedNone || r.Deferred != "" {
+		t.Errorf("at the hard limit: applied %s, deferred %q", r.Applied, r.Deferred)
+	}
+}
+
+// TestEagerBriefs: with eager digests, outputs a wide stride behind the
+// frontier keep only a brief (what their digest's marker said) — except
+// logs, whose failing tests stay — and every output keeps its id.
+func TestEagerBriefs(t *testing.T) {
+	sess, _ := corpus.Synthetic(3, 900_000)
+	b, err := sess.Request("gpt-4o", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+		return ModelLimits{Window: 2_000_000, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, MinSavingsTokens: 12000})
+	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil || res.Report.Applied != AppliedSelective {
+		t.Fatalf("err %v, applied %s (%s)", err, res.Report.Applied, res.Report.Reason)
+	}
+	validate(t, res.Body)
+	briefs, logs, firstDigest := 0, 0, -1
+	for i, c := range res.Report.Changes {
+		switch {
+		case strings.HasPrefix(c.Text, "[condense-proxy brief of "):
+			briefs++
+			if firstDigest >= 0 {
+				t.Fatalf("change %d: a brief after a full digest: the brief boundary is not behind the digests", i)
+			}
+			if strings.Contains(c.Text, "\n") || !strings.Contains(c.Text, "/v1/condense/originals/"+c.ID) {
+				t.Fatalf("brief %q", c.Text)
+			}
+		case strings.Contains(c.Text, " — log,"):
+			logs++
+			if !strings.Contains(c.Text, "\n") {
+				t.Fatalf("a log was briefed: %q", c.Text)
+			}
+		default:
+			if firstDigest < 0 {
+				firstDigest = i
+			}
+		}
+	}
+	if briefs == 0 || firstDigest < 0 {
+		t.Fatalf("%d briefs, first full digest at %d of %d changes", briefs, firstDigest, len(res.Report.Changes))
+	}
+}

@@ -1,0 +1,87 @@
+package condense
+
+import (
+	"context"
+	"fmt"
+)
+
+// auto's summaries. When digests no longer keep a conversation under the
+// threshold, auto cuts it where selective condensing's sliding window
+// would — deep and rarely, by the cost model's stride, remembered — and
+// puts summaries of what the cut omits where the window's marker would be:
+// the same busts, the same reads, plus what the summaries hold. They are
+// summaries of the conversation as digested (the summarizer reads
+// digests, not whole outputs), chunked on the counts as received so a
+// chunk never changes, and bounded to a small budget (cutSummary
+// tokens). An LLM writes them only while the conversation's summarizer
+// spending stays within auto_llm_share of what the conversation would
+// have cost uncondensed so far; past that, the extractive summarizer
+// does, for free. Either kind, once written for a chunk, is what that
+// chunk keeps.
+
+// cutSummary renders the summaries of steps [firstStep, keep) of rq's
+// conversation as a note, or returns nil when there is nothing to
+// summarize.
+func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, error) {
+	c := rq.conv
+	grid := rq.gridTokens()
+	var chunks []chunk
+	start, acc := firstStep, 0
+	for i := firstStep; i < keep; i++ {
+		acc += grid[i]
+		if acc >= b.chunk {
+			chunks = append(chunks, chunk{start, i + 1})
+			start, acc = i+1, 0
+		}
+	}
+	if start < keep {
+		chunks = append(chunks, chunk{start, keep})
+	}
+	if len(chunks) == 0 {
+		return nil, nil
+	}
+	if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" && !rq.req.CountOnly {
+		// The LLM's allowance: auto_llm_share of the conversation's
+		// uncondensed bill so far, less what it spent already.
+		billed, spent := e.prefixes.totals(rq.req.Scope + "\x00" + r.Conversation)
+		allowance := e.opts.AutoLLMShare*billed - spent
+		perToken := 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(b.chunk)
+		cost := 0.0
+		for _, ch := range chunks {
+			cost += perToken * float64(c.stepTokens(ch.a, ch.b))
+		}
+		if cost > allowance {
+			rq.extractiveSummaries = true
+			addDegraded(r, fmt.Sprintf("auto's LLM summaries would cost about %.0f input tokens' worth, over its allowance of %.0f (condense.auto_llm_share of the conversation's bill so far); extractive summaries used", cost, max(allowance, 0)))
+		}
+	}
+	rq.summaryTokens = e.perCutSummaryTokens(b)
+	defer func() { rq.summaryTokens = 0 }()
+	items, err := e.summarizeChunks(ctx, rq, chunks)
+	if err != nil {
+		return nil, err
+	}
+	if items, err = e.foldLevels(ctx, rq, items, b.cutSummary); err != nil {
+		return nil, err
+	}
+	from, rest := c.steps[firstStep].first, c.steps[keep].first
+	note := rq.codec.Note(renderSummary(items, rest-from) + e.relevantBlock(ctx, rq, summaryAnchor(items), rest))
+	levels := map[int]int{}
+	for _, it := range items {
+		levels[it.level]++
+		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
+			TokensBefore: rq.received().tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
+	}
+	r.Summaries = formatLevels(levels)
+	r.Cache = cacheState(rq.hits, rq.misses)
+	if len(rq.degraded) > 0 {
+		addDegraded(r, rq.degraded[0])
+	}
+	rq.cutSummarized = true
+	return note, nil
+}
+
+// perCutSummaryTokens bounds one of auto's summaries.
+func (e *Engine) perCutSummaryTokens(b budgets) int {
+	return max(100, min(e.opts.SummaryMaxTokens, b.cutSummary/groupSize))
+}

@@ -1,0 +1,355 @@
+package condense
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// Condense decides and, when needed, condenses req. It returns an error
+// only when ctx ends; any other failure yields the original body and a
+// report that says why.
+func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
+	start := e.now()
+	if req.Mode == ModeObserve && !req.CountOnly {
+		return e.observeRequest(ctx, req, start)
+	}
+	res, fwd, _, err := e.run(ctx, req)
+	if fwd != nil && !req.CountOnly {
+		e.bill(req.Scope, &res.Report, fwd)
+	}
+	res.Report.Duration = e.now().Sub(start)
+	return res, err
+}
+
+// run decides and, when needed, condenses req; fwd is the request to
+// forward, scanned (nil when the body was not counted).
+func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *view.Request, err error) {
+	res = Result{Body: req.Body, Report: Report{Applied: AppliedNone, PrefixReused: -1}}
+	r := &res.Report
+
+	observe := e.observe
+	if req.CountOnly {
+		observe = func(string, string, int) {}
+	}
+	codec := req.Codec
+	if codec == nil {
+		codec = e.codec
+	}
+	if codec == nil {
+		r.Reason = "no codec for this request; forwarded unchanged"
+		return res, fwd, in, nil
+	}
+	var lim ModelLimits
+	vr, err := codec.Scan(req.Body, func(model string) string {
+		lim = e.models.Limits(model)
+		return lim.Encoding
+	})
+	if errors.Is(err, view.ErrNotRequest) {
+		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
+		return res, fwd, in, nil
+	}
+	if err != nil {
+		// Too many messages: the caller refuses the request.
+		return res, nil, nil, fmt.Errorf("counting tokens: %w", err)
+	}
+	model := vr.Model
+	r.Model = model
+	r.Format = codec.Format()
+	r.Counted = true
+	r.Messages = len(vr.Items)
+	r.Window = lim.Window
+	r.TokensBefore = scale(vr.Total, lim.SafetyFactor)
+	r.TokensAfter = r.TokensBefore
+	r.Trigger = int(float64(lim.Window) * lim.Threshold)
+	r.Conversation = conversationID(vr)
+	r.safety = lim.SafetyFactor
+	r.prices = pricesOf(lim)
+	r.Family = lim.Family
+	fwd, in = vr, vr
+
+	mode := req.Mode
+	if mode == "" {
+		mode = ModeAuto
+	}
+	over := r.TokensBefore > r.Trigger
+	if vr.Compaction != "" {
+		// The agent compacting itself: never summarized (compaction.go).
+		fwd, err = e.agentCompaction(ctx, &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over}, mode, &res)
+		return res, fwd, in, err
+	}
+	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
+	if mode == ModeOff || mode == ModeObserve {
+		// (observe reaches here only counting: what is forwarded is the
+		// request as received)
+		r.Reason = "mode " + mode
+		return res, fwd, in, nil
+	}
+	rq := &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over, frontier: -1}
+	if vr.Untouchable != "" {
+		r.Reason = vr.Untouchable + "; forwarded unchanged"
+		if over || tooMany || req.Force {
+			addDegraded(r, vr.Untouchable+"; not condensed")
+		}
+		return res, fwd, in, nil
+	}
+	eager := e.opts.SelectiveEager && e.opts.SelectiveEnabled && (mode == ModeSelective || mode == ModeAuto)
+	rq.eager = !over && !tooMany && !req.Force
+	if rq.eager && !eager {
+		r.Reason = "under threshold"
+		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && mode == ModeFull {
+			e.prepare(rq)
+		}
+		return res, fwd, in, nil
+	}
+	switch {
+	case rq.eager:
+		r.Reason = "under threshold; eager digests"
+	case over:
+		r.Reason = "over threshold"
+	case tooMany:
+		r.Reason = "over max_messages"
+	default:
+		r.Reason = "forced"
+	}
+	if err := e.parse(rq); err != nil {
+		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		observe(mode, "invalid", 0)
+		return res, fwd, in, nil
+	}
+	if mode == ModeSelective && !e.opts.SelectiveEnabled {
+		addDegraded(r, "selective condensing is disabled (selective.enabled=false); full condensing used")
+		mode = ModeFull
+	}
+	if mode == ModeAuto && !e.opts.SelectiveEnabled {
+		mode = ModeFull
+	}
+	if e.opts.Defer && over && !tooMany && !req.Force {
+		if why, ok := e.deferral(ctx, rq, mode); ok {
+			r.Deferred = why
+			r.Reason += "; deferred: " + why
+			observe(mode, "deferred", 0)
+			return res, fwd, in, nil
+		}
+	}
+	r.Received = shapes(rq.in)
+	wait, cancelWait := context.WithTimeout(context.Background(), e.opts.MaxWait)
+	defer cancelWait()
+	rq.stop = wait.Done()
+	// The headers say exactly what was forwarded: a fallback a strategy
+	// tried is reported only when its result is forwarded; when the
+	// original goes, Degraded says why if it is over the window.
+	before := r.Degraded
+	defer func() { r.Calls, r.SummarizerSpend = rq.calls, rq.spent }()
+	unchanged := func(outcome, why string) (Result, *view.Request, *view.Request, error) {
+		r.Applied, r.Changes, r.Forwarded, r.Summaries, r.Cache = AppliedNone, nil, nil, "", ""
+		r.Degraded = before
+		r.Reason += "; " + why + "; forwarded unchanged"
+		if r.TokensBefore > r.Window {
+			addDegraded(r, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
+		}
+		observe(mode, outcome, 0)
+		return res, fwd, in, nil
+	}
+	out, err := e.condense(ctx, rq, mode, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fwd, in, ctx.Err()
+		}
+		return unchanged("failed", err.Error())
+	}
+	if out == nil {
+		if rq.eager {
+			// Nothing old enough to digest yet: an ordinary request under
+			// the threshold.
+			r.Reason, r.Received, r.Degraded = "under threshold", nil, before
+			return res, fwd, in, nil
+		}
+		return unchanged("unchanged", "nothing condensed")
+	}
+	after, err := e.countOut(rq, out)
+	if err != nil {
+		return unchanged("failed", "condensed body did not re-count")
+	}
+	afterTokens := scale(after.Total, lim.SafetyFactor)
+	if afterTokens >= r.TokensBefore {
+		return unchanged("unchanged", "condensing did not shrink the request")
+	}
+	if f, ok := codec.(view.Finisher); ok {
+		body, headers, err := f.Finish(rq.in, out)
+		if err != nil {
+			return unchanged("failed", err.Error())
+		}
+		out, res.Headers = body, headers
+	}
+	res.Body = out
+	fwd = after
+	r.TokensAfter = afterTokens
+	r.Changes = forwardedChanges(rq.changes)
+	if after.Parsed || codec.Parse(after) == nil {
+		r.Forwarded = shapes(after)
+	}
+	if e.opts.Defer && rq.keeps() {
+		// Deferral applies only before a conversation's first
+		// condensation: once condensed, it stays condensed.
+		e.decide(ctx, rq, decisionCondensed, func() int { return 1 })
+	}
+	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
+	return res, fwd, in, nil
+}
+
+// forwardedChanges drops the digests made in items a summary or window
+// marker then replaced: they are not forwarded.
+func forwardedChanges(changes []Change) []Change {
+	var replaced [][2]int
+	for _, ch := range changes {
+		if ch.Kind != ChangeDigest {
+			replaced = append(replaced, [2]int{ch.From, ch.To})
+		}
+	}
+	kept := changes[:0:0]
+	for _, ch := range changes {
+		inside := false
+		for _, s := range replaced {
+			if ch.Kind == ChangeDigest && s[0] <= ch.From && ch.From < s[1] {
+				inside = true
+			}
+		}
+		if !inside {
+			kept = append(kept, ch)
+		}
+	}
+	return kept
+}
+
+func (e *Engine) observe(mode, outcome string, saved int) {
+	if e.observer != nil {
+		e.observer.Condensed(mode, outcome, saved)
+	}
+}
+
+func (e *Engine) observeSummarizer(d time.Duration, err error) {
+	if e.observer != nil {
+		e.observer.SummarizerCall(d, err)
+	}
+}
+
+func (e *Engine) prepareAt(lim ModelLimits) int {
+	f := e.opts.PrepareThreshold
+	if f <= 0 {
+		f = lim.Threshold - 0.1
+	}
+	return int(float64(lim.Window) * f)
+}
+
+// parse splits the request's items into head and steps.
+func (e *Engine) parse(rq *job) error {
+	conv, err := newConversation(rq.in, rq.codec)
+	if err != nil {
+		return err
+	}
+	rq.conv = conv
+	rq.overhead = rq.in.Total - conv.tokens(0, conv.len())
+	return nil
+}
+
+// conversationID identifies a request's conversation by its head (the
+// system prompt and the task), with a fast hash: every request pays it.
+func conversationID(r *view.Request) string {
+	h := xxhash.New()
+	for i := 0; i < r.Head; i++ {
+		h.WriteString(r.Raw(i))
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// shapes describes a parsed request's items.
+func shapes(r *view.Request) []ItemShape {
+	out := make([]ItemShape, len(r.Items))
+	for i, it := range r.Items {
+		out[i] = ItemShape{Role: it.Role, Tokens: it.Tokens}
+	}
+	return out
+}
+
+// condense applies mode and returns the new body, or nil to forward the
+// original.
+func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) ([]byte, error) {
+	b := e.budgets(rq)
+	if rq.eager {
+		// Under the threshold with selective.eager: the digests the
+		// frontier has passed, and nothing else.
+		out, _, err := e.selective(ctx, rq, b, r)
+		if out != nil && err == nil {
+			r.Applied = AppliedSelective
+		}
+		return out, err
+	}
+	// In auto mode a conversation that once needed summaries keeps them:
+	// flipping between selective and full would rewrite the prefix.
+	stickyKey := rq.stateKey("auto")
+	sticky := false
+	if mode == ModeAuto {
+		_, sticky = e.getCache(ctx, stickyKey)
+	}
+	if mode == ModeSelective || mode == ModeAuto {
+		out, fits, err := e.selective(ctx, rq, b, r)
+		if err != nil {
+			return nil, err
+		}
+		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
+			// A conversation that needed the window keeps it, at its
+			// remembered cut: flipping between shapes would rewrite the
+			// prefix.
+			fits = false
+		}
+		if fits && !sticky {
+			return out, nil
+		}
+		if mode == ModeSelective {
+			// Still over the threshold: window the digested conversation.
+			digested := out
+			if out == nil {
+				out = rq.in.Body
+			}
+			w, err := e.truncateBody(ctx, rq, out, b, r)
+			if err == nil && w == nil && digested != nil {
+				// The window would omit nothing: the digests made stay.
+				r.Applied = AppliedSelective
+				return digested, nil
+			}
+			if w != nil {
+				addDegraded(r, "selective condensing was not enough; sliding window used")
+			}
+			return w, err
+		}
+		// auto: the digests are not enough. The sliding window's cut —
+		// selective's, deep and rare — with summaries of what it omits
+		// in place of its marker.
+		if !sticky {
+			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
+			if rq.keeps() {
+				e.setCache(ctx, stickyKey, []byte("full"))
+			}
+		}
+		if out == nil {
+			out = rq.in.Body
+		}
+		rq.summarizeCut = true
+		return e.truncateBody(ctx, rq, out, b, r)
+	}
+	if mode == ModeFull {
+		out, err := e.full(ctx, rq, b, r)
+		if err != nil || out != nil {
+			return out, err
+		}
+		// Fall through to the sliding window.
+		addDegraded(r, "full condensing could not reach the target; sliding window used")
+	}
+	return e.truncate(ctx, rq, b, r)
+}

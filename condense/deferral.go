@@ -1,0 +1,56 @@
+package condense
+
+import (
+	"context"
+	"fmt"
+)
+
+// deferral decides, for a request over the threshold of a conversation
+// never condensed (condense.defer), whether forwarding it as received is
+// cheaper than condensing it now: condensing re-writes what follows the
+// first byte it changes (once) and pays the summarizer for the summaries
+// not written yet; it saves, on each of the requests expected to follow,
+// the reads of the tokens it removed. It dry-runs the condensation (no
+// summarizer call, nothing written) to know both. At the hard limit — the
+// window less the room the answer needs — it never defers. It returns why
+// it defers.
+func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bool) {
+	b := e.budgets(rq)
+	if rq.in.Total >= b.hard {
+		return "", false
+	}
+	if _, ok := e.getCache(ctx, rq.decisionKey(decisionCondensed)); ok {
+		return "", false
+	}
+	dryReq := rq.req
+	dryReq.CountOnly = true
+	dry := &job{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, in: rq.in, conv: rq.conv,
+		overhead: rq.overhead, over: rq.over, frontier: -1, headHash: rq.headHash}
+	var r Report
+	out, err := e.condense(ctx, dry, mode, &r)
+	if err != nil || out == nil {
+		return "", false
+	}
+	after, err := e.countOut(dry, out)
+	if err != nil || after.Total >= rq.in.Total {
+		return "", false
+	}
+	p := pricesOf(rq.limits)
+	kept := sharedPrefix(summarizeForPrefix(rq.in), summarizeForPrefix(after))
+	rewrite := max(after.Total-kept, 0)
+	summarize := 0.0
+	if e.summaryModel(rq) != "extractive" {
+		summarize = float64(dry.misses*b.chunk) * (1 + summaryOutputPrice*float64(e.perSummaryTokens())/float64(b.chunk))
+	}
+	cost := (p.write-p.read)*float64(rewrite) + summarize
+	// Half the usual horizon: deferring is the cautious choice when the
+	// session's end is unknown (a bust paid for a session that then ends
+	// is the loss defer exists to avoid).
+	requests := horizon(len(rq.conv.steps)) / 2
+	saves := requests * p.read * float64(rq.in.Total-after.Total)
+	if saves >= cost {
+		return "", false
+	}
+	return fmt.Sprintf("condensing now would cost about %.0f input tokens' worth (re-writing %d tokens, %d summaries) and save about %.0f over the %.0f requests expected to follow",
+		cost, rewrite, dry.misses, saves, requests), true
+}

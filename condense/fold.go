@@ -1,0 +1,230 @@
+package condense
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// rebuild replaces the items of the request after the head, up to item
+// rest, by inserted (raw items), leaving every other byte of the body as
+// it was.
+func rebuild(rq *job, inserted [][]byte, rest int) ([]byte, error) {
+	out, err := rq.codec.Splice(rq.in, view.Edit{From: rq.conv.head, To: rest, Insert: inserted})
+	if err != nil {
+		return nil, fmt.Errorf("writing condensed messages: %w", err)
+	}
+	return out, nil
+}
+
+// full folds the complete chunks before the tail into summaries. It
+// returns nil when there is nothing to fold or the result is still over
+// the target (the caller then uses the sliding window).
+func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
+	fp := e.foldPlanOf(ctx, rq, b, rq.conv)
+	p := makePlan(rq.conv, b, fp, len(rq.conv.steps))
+	if len(p.folded) == 0 {
+		r.Reason += "; no complete chunk to summarize"
+		return nil, nil
+	}
+	p = e.fitCallBudget(ctx, rq, b, p)
+	items, err := e.summarizeChunks(ctx, rq, p.folded)
+	if err != nil {
+		return nil, err
+	}
+	if items, err = e.foldLevels(ctx, rq, items, b.summary); err != nil {
+		return nil, err
+	}
+	c := rq.conv
+	rest := c.steps[p.foldEnd-1].end
+	if p.foldEnd < len(c.steps) {
+		rest = c.steps[p.foldEnd].first
+	}
+	summaryText := renderSummary(items, rest-c.head) + e.relevantBlock(ctx, rq, summaryAnchor(items), rest)
+	summaryMsg := rq.codec.Note(summaryText)
+	out, err := rebuild(rq, [][]byte{summaryMsg}, rest)
+	if err != nil {
+		return nil, err
+	}
+	levels := map[int]int{}
+	for _, it := range items {
+		levels[it.level]++
+		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
+			TokensBefore: c.tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
+	}
+	rc, err := e.countOut(rq, out)
+	if err != nil {
+		return nil, fmt.Errorf("counting condensed request: %w", err)
+	}
+	r.Summaries = formatLevels(levels)
+	r.Cache = cacheState(rq.hits, rq.misses)
+	if len(rq.degraded) > 0 {
+		// The first reason: what a fold summarized later repeats it.
+		addDegraded(r, rq.degraded[0])
+	}
+	if rc.Total > b.limit {
+		// The recent steps alone are over budget: keep the summary and
+		// window the verbatim steps after it.
+		out, err = e.window(ctx, rq, b, r, [][]byte{summaryMsg}, p.foldEnd)
+		if err != nil || out == nil {
+			r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", rc.Total, b.target)
+			return nil, err
+		}
+		addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
+	}
+	r.Applied = AppliedFull
+	if rq.noCalls != "" {
+		// Nothing is prepared for a plan the budget could not pay for:
+		// no request spends more than its budget, in the foreground or
+		// behind it.
+		addDegraded(r, rq.noCalls)
+		return out, nil
+	}
+	// The next fold is near (requests grow unevenly: within a chunk, or
+	// a few requests' growth): its summaries are written in the
+	// background, so the request that folds finds them ready.
+	if float64(rc.Total) > float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
+		e.prepare(rq)
+	}
+	return out, nil
+}
+
+// fitCallBudget counts, before any call, the summaries the plan needs
+// that are not in the cache (the chain of level-1 summaries from the
+// first one missing, and about one merge for every groupSize-1 of them).
+// When they are more than the request may pay for (max_summarizer_calls),
+// it folds fewer chunks — the fewest after which the request still fits
+// its limit — if that is within the budget; otherwise the job makes no
+// call at all and extractive summaries stand in, not kept.
+func (e *Engine) fitCallBudget(ctx context.Context, rq *job, b budgets, p plan) plan {
+	if rq.noCalls != "" || rq.req.CountOnly || e.summaryModel(rq) == "extractive" {
+		return p
+	}
+	model := e.summaryModel(rq)
+	cached := len(p.folded)
+	prevHash := ""
+	for i, ch := range p.folded {
+		from, to := rq.conv.steps[ch.a].first, rq.conv.steps[ch.b-1].end
+		v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, model, e.promptHash, 1, rq.conv.hashMessages(from, to), prevHash))
+		if !ok {
+			cached = i
+			break
+		}
+		prevHash = textHash(string(v))
+	}
+	need := func(k int) int { m := max(k-cached, 0); return m + m/(groupSize-1) }
+	budget := e.opts.MaxSummarizerCalls - rq.calls
+	if need(len(p.folded)) <= budget {
+		return p
+	}
+	c := rq.conv
+	fixed := c.tokens(0, c.head) + b.overhead + b.summary
+	total := c.stepTokens(0, len(c.steps))
+	folded := c.stepTokens(0, p.folded[0].a)
+	for k := 1; k <= len(p.folded); k++ {
+		ch := p.folded[k-1]
+		folded += c.stepTokens(ch.a, ch.b)
+		if fixed+total-folded > p.limit {
+			continue
+		}
+		if need(k) > budget {
+			break
+		}
+		p.folded, p.foldEnd = p.folded[:k], ch.b
+		return p
+	}
+	rq.noCalls = fmt.Sprintf("this request needs about %d summaries not written yet, more than condense.max_summarizer_calls (%d); extractive summaries used", need(len(p.folded)), e.opts.MaxSummarizerCalls)
+	return p
+}
+
+// groupSize is how many summaries of one level fold into one of the next.
+const groupSize = 4
+
+// chunk is a range of steps [a, b) summarized together.
+type chunk struct{ a, b int }
+
+// chunkSteps cuts steps into chunks of about chunkTokens, from the first
+// step on: a chunk closes at the first step boundary where it holds
+// chunkTokens or more. Boundaries depend only on the steps before them, so
+// they stay put as the conversation grows. Only complete chunks are
+// returned; the open last one is not.
+func chunkSteps(steps []step, chunkTokens int) []chunk {
+	var out []chunk
+	start, acc := 0, 0
+	for i, s := range steps {
+		acc += s.tokens
+		if acc >= chunkTokens {
+			out = append(out, chunk{start, i + 1})
+			start, acc = i+1, 0
+		}
+	}
+	return out
+}
+
+// plan is where a request is cut.
+type plan struct {
+	limit   int     // the request folds further when it outgrows this
+	folded  []chunk // complete chunks folded into summaries
+	foldEnd int     // first step after the folded chunks
+}
+
+// makePlan chooses how many complete chunks fold into summaries. Fold
+// points lie on a grid over the chunks, stride tokens apart from the start
+// of the conversation, so they never move as the conversation grows: the
+// plan folds up to the first grid point after which the request fits its
+// limit (with a full summary budget), and keeps every later step
+// verbatim. The condensed request then grows append-only turn after turn
+// — its prefix byte-identical, so provider prompt caches stay warm —
+// until it outgrows the limit, and the fold jumps a whole stride at once,
+// down to about limit − stride. The stride is the cost model's choice for
+// the conversation (plan.go), frozen at its first fold. Only chunks that
+// end at or before step maxStep, and before the newest keepRecent steps,
+// may fold.
+func makePlan(c *conversation, b budgets, fp foldPlan, maxStep int) plan {
+	stride := fp.Stride
+	chunks := chunkSteps(c.steps, b.chunk)
+	most := 0 // chunks that may fold
+	for i, ch := range chunks {
+		if ch.b <= len(c.steps)-b.keepRecent && ch.b <= maxStep {
+			most = i + 1
+		}
+	}
+	fixed := c.tokens(0, c.head) + b.overhead + b.summary
+	total := c.stepTokens(0, len(c.steps))
+	limit := min(b.limit, fp.Limit)
+	// The fold: the first grid point after which the request fits the
+	// plan's limit. When none does (the steps that may fold are too few:
+	// auto folds only what its digest frontier passed), the last grid
+	// point, as long as the request then fits the threshold — the fold
+	// stays put instead of following every chunk that completes — and
+	// everything that may fold only past the threshold.
+	fold, lastGrid, lastRest := -1, 0, 0
+	folded, acc := 0, 0 // tokens folded; since the last grid point
+	for i := 0; i < most; i++ {
+		n := c.stepTokens(chunks[i].a, chunks[i].b)
+		folded += n
+		acc += n
+		if acc < stride {
+			continue // not a grid point
+		}
+		acc = 0
+		lastGrid, lastRest = i+1, fixed+total-folded
+		if lastRest <= limit {
+			fold = i + 1
+			break
+		}
+	}
+	if fold < 0 {
+		fold = most
+		if lastGrid > 0 && lastRest <= b.limit {
+			fold = lastGrid
+		}
+	}
+	p := plan{limit: limit}
+	if fold > 0 {
+		p.folded = chunks[:fold]
+		p.foldEnd = chunks[fold-1].b
+	}
+	return p
+}

@@ -1,0 +1,81 @@
+package condense
+
+import (
+	"context"
+	"strconv"
+)
+
+// Decisions frozen for one conversation of one caller: each is made once,
+// by the cost model, when the conversation first needs it, and stored in
+// the cache (set-if-absent, so the first replica to decide wins) so every
+// later request lays its grids the same way and replays the same edits
+// byte for byte.
+const (
+	// decisionFold: how far the summaries' fold point moves when the
+	// condensed request outgrows the threshold (tokens of the
+	// conversation as folded). decisionFoldLong and
+	// decisionFoldLongLimit: the plan that replaces it once the
+	// conversation has shown it is long — the stride, and the limit
+	// (below the threshold when that is cheaper) at which it moves.
+	decisionFold          = "fold"
+	decisionFoldLong      = "foldlong"
+	decisionFoldLongLimit = "foldlonglimit"
+	// decisionWindow is how far the sliding window's cut moves at once
+	// (tokens of the conversation as received).
+	decisionWindow = "window"
+	// decisionFrontier is how far selective condensing's digest frontier
+	// moves at once (tokens of the conversation as received).
+	decisionFrontier = "frontier"
+	// decisionCondensed marks a conversation condensed once (with
+	// condense.defer: deferral is over for it).
+	decisionCondensed = "condensed"
+)
+
+// decisionKey names one decision of a conversation.
+func (rq *job) decisionKey(name string) string { return rq.stateKey("plan:" + name) }
+
+// stateKey names what the engine keeps about the job's conversation
+// under kind (its decisions, its window cut, auto's choice of summaries):
+// per caller and conversation head, and apart for observe mode, whose
+// would-be conversation evolves beside the real one.
+func (rq *job) stateKey(kind string) string {
+	if rq.headHash == "" {
+		rq.headHash = rq.conv.hashMessages(0, rq.conv.head)
+	}
+	ns := ""
+	if rq.req.observing {
+		ns = "observe/"
+	}
+	return kind + ":" + ns + rq.req.Scope + ":" + rq.headHash
+}
+
+// keeps reports whether the job may write what it decides (not a
+// counting request; observe mode writes in its own namespace).
+func (rq *job) keeps() bool { return !rq.req.CountOnly || rq.req.observing }
+
+// decide returns the conversation's decision name, making it with make
+// when it is not made yet and storing it. Counting requests decide the
+// same way but keep nothing.
+func (e *Engine) decide(ctx context.Context, rq *job, name string, make func() int) int {
+	if v, ok := rq.decisions[name]; ok {
+		return v
+	}
+	key := rq.decisionKey(name)
+	v := 0
+	if b, ok := e.getCache(ctx, key); ok {
+		v, _ = strconv.Atoi(string(b))
+	}
+	if v <= 0 {
+		v = max(make(), 1)
+		if rq.keeps() && e.cache != nil {
+			if stored, err := strconv.Atoi(e.addCache(ctx, key, strconv.Itoa(v))); err == nil && stored > 0 {
+				v = stored
+			}
+		}
+	}
+	if rq.decisions == nil {
+		rq.decisions = map[string]int{}
+	}
+	rq.decisions[name] = v
+	return v
+}

@@ -1,0 +1,48 @@
+package condense
+
+import (
+	"context"
+	"time"
+)
+
+// Observe mode: every request goes upstream byte for byte, and the engine
+// works out what auto would have forwarded instead — without a summarizer
+// call (summaries come from the cache or are extractive stand-ins, as for
+// a counting request) and without writing anything the real conversation
+// reads: its decisions, window cuts and auto's choices are kept in a
+// namespace of their own, so the would-be conversation evolves request
+// after request as auto's would. The report says what would have been
+// applied (WouldApply, WouldTokensAfter) and prices both requests: the
+// one forwarded (Bill, from the conversation's prefix log) and the one
+// auto would have forwarded (WouldBill, from a prefix log of its own).
+// It is how a team measures the savings on its own traffic before it
+// turns condensing on.
+
+// observeRequest handles a request in observe mode.
+func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Time) (Result, error) {
+	would := req
+	would.Mode, would.CountOnly, would.observing = ModeAuto, true, true
+	wres, wfwd, in, err := e.run(ctx, would)
+	res := Result{Body: req.Body, Report: wres.Report}
+	r := &res.Report
+	if err != nil || in == nil {
+		r.Applied, r.TokensAfter = AppliedNone, r.TokensBefore
+		r.Duration = e.now().Sub(start)
+		return res, err
+	}
+	r.WouldApply, r.WouldTokensAfter = r.Applied, r.TokensAfter
+	r.Applied, r.TokensAfter = AppliedObserve, r.TokensBefore
+	r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
+	e.bill(req.Scope, r, in)
+	cur := summarizeForPrefix(wfwd)
+	cur.at, cur.received = e.now(), unscale(r.TokensBefore, r.safety)
+	prev, ok := e.prefixes.record(req.Scope+"\x00observe\x00"+r.Conversation, cur)
+	shared := -1
+	if ok {
+		shared = scale(sharedPrefix(prev, cur), r.safety)
+	}
+	r.WouldCacheRead, r.WouldCacheWrite, r.WouldBill = r.estimate(cur, prev, ok, shared, r.WouldTokensAfter)
+	r.Duration = e.now().Sub(start)
+	return res, nil
+}

@@ -1,0 +1,145 @@
+package condense
+
+import "context"
+
+// The planner's decisions for one conversation, each made once by the cost
+// model (cost.go) and frozen (memo.go).
+
+// growth is the tokens a request adds to conversation c, on average: its
+// steps' mean (an agent's request adds about one step).
+func growth(c *conversation) float64 {
+	if len(c.steps) == 0 {
+		return 1
+	}
+	return float64(c.stepTokens(0, len(c.steps))) / float64(len(c.steps))
+}
+
+// recentTokens is what the newest keepRecent steps of c hold.
+func recentTokens(c *conversation, keepRecent int) int {
+	return c.stepTokens(max(len(c.steps)-keepRecent, 0), len(c.steps))
+}
+
+// foldPlanOf returns how the fold point of c (the conversation as it is
+// folded: received, or digested in auto) moves: when the condensed request
+// outgrows the plan's limit, by its stride. The first plan folds at the
+// threshold. Folding before the threshold pays only over many requests,
+// so once the conversation has shown it is long (as received, it has
+// outgrown twice the limit) a second plan, made then, may lower the limit:
+// one planned bust, after which the conversation is kept smaller.
+func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversation) foldPlan {
+	minLimit, longAt := 0, longFull
+	plan := func(low bool) foldPlan {
+		fixed := c.tokens(0, c.head) + b.overhead
+		perToken := 0.0
+		if e.summaryModel(rq) != "extractive" {
+			perToken = 1 + summaryOutputPrice*float64(e.perSummaryTokens())/float64(b.chunk)
+		}
+		floor := fixed + b.summary + recentTokens(c, b.keepRecent) + b.chunk/2
+		return pricesOf(rq.limits).planFolds(foldCase{
+			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
+			perToken: perToken, minStride: max(b.chunk, b.window/50), lowLimit: low, minLimit: minLimit,
+		})
+	}
+	if !rq.long(b, longAt) {
+		return foldPlan{Limit: b.limit, Stride: e.decide(ctx, rq, decisionFold, func() int { return plan(false).Stride })}
+	}
+	var fp foldPlan
+	made := func() foldPlan {
+		if fp.Limit == 0 {
+			fp = plan(true)
+		}
+		return fp
+	}
+	limit := e.decide(ctx, rq, decisionFoldLongLimit, func() int { return made().Limit })
+	stride := e.decide(ctx, rq, decisionFoldLong, func() int { return made().Stride })
+	return foldPlan{Limit: min(limit, b.limit), Stride: stride}
+}
+
+// longFull: a conversation has shown it is long when, as received, it is
+// past this many times the limit. From then on full mode's plan for long
+// conversations applies (foldPlanOf); a session of 1× the window never
+// gets there. Chosen on the bill suite (BENCHMARKS.md).
+const longFull = 1.5
+
+// long reports whether the conversation is over the threshold and, as
+// received, past f times the limit.
+func (rq *job) long(b budgets, f float64) bool {
+	c := rq.received()
+	return rq.over && float64(c.stepTokens(0, len(c.steps))) >= f*float64(b.limit)
+}
+
+// windowStrideOf returns how far the sliding window's cut moves at once
+// (at the limit: the window is a last resort).
+func (e *Engine) windowStrideOf(ctx context.Context, rq *job, b budgets, prefixTok int) int {
+	return e.decide(ctx, rq, decisionWindow, func() int {
+		c := rq.received()
+		fixed := c.tokens(0, c.head) + b.overhead + prefixTok
+		floor := fixed + markerTokens + recentTokens(c, b.keepRecent)
+		return pricesOf(rq.limits).planFolds(foldCase{
+			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
+			minStride: b.window / 50,
+		}).Stride
+	})
+}
+
+// frontierStrideOf returns how far selective condensing's digest frontier
+// moves at once; tail is what the protected newest outputs hold now.
+func (e *Engine) frontierStrideOf(ctx context.Context, rq *job, b budgets, tail int) int {
+	if e.opts.MinSavingsTokens > 0 {
+		return e.opts.MinSavingsTokens
+	}
+	return e.decide(ctx, rq, decisionFrontier, func() int {
+		s := pricesOf(rq.limits).frontierStride(tail, growth(rq.received()))
+		return min(max(s, b.window/100), max(b.limit-b.target, b.window/50))
+	})
+}
+
+func (e *Engine) budgets(rq *job) budgets {
+	w := rq.limits.Window
+	f := rq.limits.SafetyFactor
+	if f < 1 {
+		f = 1
+	}
+	// Budgets are compared with raw counts, so the safety factor is taken
+	// out of the target here.
+	target := int(float64(w) * e.opts.Target / f)
+	trigger := int(float64(w) * rq.limits.Threshold / f)
+	// A request over the threshold may be condensed to anywhere between
+	// the target and the threshold: cuts then stay put while the request
+	// grows append-only, and move by a stride (threshold - target) when it
+	// crosses the threshold again. A request condensed while under the
+	// threshold (forced, too many messages) goes to the target.
+	limit := target
+	if rq.over && trigger > target {
+		limit = trigger
+	}
+	// The hard limit leaves the answer its room (at most a quarter of
+	// the window).
+	room := min(max(rq.limits.MaxOutput, 0), w/4)
+	return budgets{
+		target: target,
+		limit:  limit,
+		window: int(float64(w) / f),
+		hard:   int(float64(w-room) / f),
+		// auto's summaries stand where a window's marker would: a small
+		// budget, a thirty-second of the window at most.
+		cutSummary: max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
+		chunk:      e.opts.ChunkTokens,
+		summary:    e.opts.SummaryBudgetTokens,
+		keepRecent: e.opts.KeepRecentTurns,
+		overhead:   rq.overhead + e.relevantTokens(),
+	}
+}
+
+// budgets of a condensation, in tokens.
+type budgets struct {
+	target     int // condense down to this when a cut has to move
+	limit      int // a condensed request may grow up to this before a cut moves
+	window     int
+	hard       int // the window less the room the answer needs
+	cutSummary int // auto's summaries in place of a window marker
+	chunk      int
+	summary    int // summary tokens per level before folding upward
+	keepRecent int // steps always kept verbatim
+	overhead   int // tools and reply priming
+}

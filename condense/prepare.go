@@ -1,0 +1,145 @@
+package condense
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// prepare summarizes, in the background, the chunks a coming condensation
+// will need, so the request that crosses the threshold finds them cached.
+// At most PrepareConcurrency run at once; others are skipped, not queued.
+func (e *Engine) prepare(rq *job) {
+	if e.cache == nil || rq.req.CountOnly {
+		return
+	}
+	// A request that has parsed its conversation tells at once whether
+	// the work is already done: the same chunks, up to the same last one,
+	// prepared before (the steady state of a long session, where every
+	// request is near its next fold).
+	if rq.conv != nil {
+		mark := e.prepareMark(rq, e.prepareChunks(rq))
+		if mark == "" || e.prepared.has(mark) {
+			return
+		}
+	}
+	select {
+	case e.prepareSem <- struct{}{}:
+	default:
+		return
+	}
+	// The work outlives the request, whose body buffer may be reused: it
+	// runs on its own copy (item offsets stay the same), as a job of its
+	// own that no request deadline stops. Only the copy is made here:
+	// parsing it, and the checks that need the parse, are the background's.
+	in := *rq.in
+	in.Body = bytes.Clone(in.Body)
+	in.Items = append([]view.Item(nil), in.Items...)
+	in.Parsed = false
+	req := rq.req
+	req.Slot = nil // the request's place is its own, not the background's
+	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over}
+	// Detached from the request: the agent does not wait for this, and it
+	// must finish even if this request's client leaves.
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer func() { <-e.prepareSem }()
+		ctx := e.bgCtx
+		if err := e.parse(rq); err != nil || len(rq.conv.steps) == 0 {
+			return
+		}
+		key := rq.req.Scope + ":" + rq.conv.hashMessages(0, rq.conv.head)
+		if _, busy := e.preparing.LoadOrStore(key, struct{}{}); busy {
+			return
+		}
+		defer e.preparing.Delete(key)
+		// Across replicas: the conversation is being prepared while the
+		// shared lock is held (renewed while the work runs).
+		if l, ok := e.cache.(Locker); ok {
+			release, got := l.Lock(ctx, "prepare:"+key, e.opts.SummaryTimeout+5*time.Second)
+			if !got {
+				return
+			}
+			defer release()
+		}
+		folded := e.prepareChunks(rq)
+		mark := e.prepareMark(rq, folded)
+		if mark == "" || e.prepared.has(mark) {
+			return
+		}
+		items, err := e.summarizeChunks(ctx, rq, folded)
+		if err == nil {
+			_, err = e.foldLevels(ctx, rq, items, e.budgets(rq).summary)
+		}
+		if err != nil {
+			e.log.Warn("background summary preparation failed", "err", err)
+			return
+		}
+		if len(rq.degraded) == 0 { // an extractive stand-in is not kept: try again later
+			e.prepared.add(mark)
+		}
+		e.log.Debug("summaries prepared ahead", "chunks", len(folded), "summarizer_calls", rq.calls)
+	}()
+}
+
+// prepareChunks returns the chunks prepare summarizes: every chunk outside
+// the recent turns, since the request that crosses the threshold will be
+// longer than this one and fold at least as much.
+func (e *Engine) prepareChunks(rq *job) []chunk {
+	b := e.budgets(rq)
+	var folded []chunk
+	for _, ch := range chunkSteps(rq.conv.steps, b.chunk) {
+		if ch.b > len(rq.conv.steps)-b.keepRecent {
+			break
+		}
+		folded = append(folded, ch)
+	}
+	return folded
+}
+
+// prepareMark names what preparing folded achieves: the caller, the
+// conversation's head, how many chunks and the content of the last one
+// (chunks are cut from the start, so the same last chunk at the same
+// place means the same chunks before it). "" when there is nothing to
+// prepare.
+func (e *Engine) prepareMark(rq *job, folded []chunk) string {
+	if len(folded) == 0 {
+		return ""
+	}
+	last := folded[len(folded)-1]
+	c := rq.conv
+	return fmt.Sprintf("%s:%s:%d:%s", rq.req.Scope, c.hashMessages(0, c.head), len(folded),
+		c.hashMessages(c.steps[last.a].first, c.steps[last.b-1].end))
+}
+
+// markSet is a bounded set of prepare marks: when full it starts over,
+// which only costs a background pass that finds its summaries cached.
+type markSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+const maxPrepareMarks = 4096
+
+func (s *markSet) has(k string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.m[k]
+	return ok
+}
+
+func (s *markSet) add(k string) {
+	if k == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil || len(s.m) >= maxPrepareMarks {
+		s.m = make(map[string]struct{})
+	}
+	s.m[k] = struct{}{}
+}

@@ -1,0 +1,632 @@
+package condense
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultPrompt is the built-in summarizer system prompt.
+const DefaultPrompt = `You are the condense-proxy summarizer. You write the working memory of a coding agent whose older conversation is being folded away. The agent will continue the task from your summary alone, so keep every fact it needs and drop chatter.
+
+Write these sections, in this order, as terse Markdown bullet lists:
+## Task and intent
+## Current state and progress
+## Decisions and reasons
+## Files and code (every path, and what was read or changed in it)
+## Errors and how they were resolved
+## Pending work and next steps
+
+Keep exact file paths, function and test names, error messages, commands and numbers. Do not invent anything. If a previous summary is given, continue from it: the new summary must stand alone but need not repeat what the previous one said unless it changed.`
+
+// Summarizer writes one summary with an LLM.
+type Summarizer interface {
+	Summarize(ctx context.Context, in SummaryInput) (string, error)
+}
+
+// SummaryInput is one summarizer call.
+type SummaryInput struct {
+	Model       string
+	Prompt      string      // system prompt
+	Text        string      // the transcript or the summaries to merge
+	Previous    string      // the summary before this one, if any
+	Level       int         // 1: a chunk of messages; >1: summaries to merge
+	MaxTokens   int         // bound on the answer
+	Credentials http.Header // the caller's own credentials
+	// Format is the wire format of the request being condensed ("chat",
+	// "messages", "responses"): the summarizer asks the upstream in it,
+	// with the caller's credentials.
+	Format string
+}
+
+// UserPrompt is the summarizer's user message for in.
+func UserPrompt(in SummaryInput) string {
+	var b strings.Builder
+	if in.Previous != "" {
+		fmt.Fprintf(&b, "Previous summary (context only):\n<previous-summary>\n%s\n</previous-summary>\n\n", in.Previous)
+	}
+	if in.Level > 1 {
+		fmt.Fprintf(&b, "Merge these consecutive summaries into one, oldest first, keeping every path, error and decision that still matters:\n<summaries>\n%s\n</summaries>", in.Text)
+	} else {
+		fmt.Fprintf(&b, "Summarize this part of the conversation:\n<transcript>\n%s\n</transcript>", in.Text)
+	}
+	return b.String()
+}
+
+// summary returns one summary: from the cache, else from the summarizer
+// (one call per key at a time), else the extractive fallback. decorate, if
+// not nil, is applied to a new summary before it is cached (so its cost is
+// paid once). degraded says why the fallback was used.
+func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, prevHash, previous string,
+	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded string, err error) {
+	if decorate == nil {
+		decorate = func(s string) string { return s }
+	}
+
+	model := e.summaryModel(rq)
+	key := summaryKey(rq.req.Scope, model, e.promptHash, level, contentHash, prevHash)
+	if v, ok := e.getCache(ctx, key); ok {
+		rq.hits++
+		return string(v), true, "", nil
+	}
+	if rq.summarizeCut {
+		// auto: a chunk keeps the summary it got first, LLM or
+		// extractive, whichever the allowance then paid for.
+		for _, m := range []string{e.llmModel(rq), "extractive"} {
+			if m == model {
+				continue
+			}
+			if v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, m, e.promptHash, level, contentHash, prevHash)); ok {
+				rq.hits++
+				return string(v), true, "", nil
+			}
+		}
+	}
+	rq.misses++
+	if rq.req.CountOnly {
+		// Counting never pays for a summary: the extractive text stands
+		// in for one not written yet, and is not kept.
+		return decorate(fallback()), false, "", nil
+	}
+	if e.summarizer == nil || e.opts.Summarizer == "extractive" || rq.extractiveSummaries {
+		s := decorate(fallback())
+		e.setCache(ctx, key, []byte(s))
+		return s, false, "", nil
+	}
+	if e.backingOff(rq, model) {
+		return decorate(fallback()), false, "summarizer recently failing; extractive used", nil
+	}
+	if rq.waitOver() {
+		return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
+	}
+	if why := e.spendable(rq); why != "" {
+		return decorate(fallback()), false, why, nil
+	}
+	in := e.fitSummaryInput(SummaryInput{
+		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
+		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+	})
+	s, callErr := e.shared(ctx, rq, key, in, decorate)
+	if callErr == nil {
+		rq.spent += float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous)) +
+			summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
+	}
+	if callErr != nil {
+		if ctx.Err() != nil {
+			return "", false, "", ctx.Err()
+		}
+		if errors.Is(callErr, errStoppedWaiting) {
+			return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
+		}
+		if errors.Is(callErr, errNoSlot) {
+			return decorate(fallback()), false, "summarizer busy; extractive used", nil
+		}
+		e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", callErr)
+		return decorate(fallback()), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
+	}
+	return s, false, "", nil
+}
+
+// spendable says why this request may not call the summarizer again
+// ("" when it may): it spent its budget of calls (max_summarizer_calls),
+// or its plan was found to need more than that before any was made.
+func (e *Engine) spendable(rq *job) string {
+	if rq.noCalls != "" {
+		return rq.noCalls
+	}
+	if rq.calls >= e.opts.MaxSummarizerCalls {
+		return fmt.Sprintf("summarizer call budget reached (condense.max_summarizer_calls: %d per request); extractive summaries used for the rest", e.opts.MaxSummarizerCalls)
+	}
+	return ""
+}
+
+// fitSummaryInput shapes one summarizer call to the summary model's
+// window: the answer's budget at most a quarter of it, and the text cut
+// in the middle (the start and the end kept) until the prompt, the
+// previous summary, the text and the answer fit.
+func (e *Engine) fitSummaryInput(in SummaryInput) SummaryInput {
+	lim := e.models.Limits(in.Model)
+	if lim.Window <= 0 {
+		return in
+	}
+	f := max(lim.SafetyFactor, 1)
+	window := int(float64(lim.Window) / f)
+	in.MaxTokens = min(in.MaxTokens, max(window/4, 64))
+	count := func(s string) int { return e.counter.Text(lim.Encoding, s) }
+	// The frame: the system prompt, the user message's wrapping, the
+	// previous summary, the answer and a margin for the format.
+	frame := count(in.Prompt) + count(UserPrompt(SummaryInput{Previous: in.Previous, Level: in.Level})) + in.MaxTokens + 64
+	room := window - frame
+	if room <= 0 && in.Previous != "" {
+		// The previous summary is context only: it goes first.
+		in.Previous = ""
+		frame = count(in.Prompt) + count(UserPrompt(SummaryInput{Level: in.Level})) + in.MaxTokens + 64
+		room = window - frame
+	}
+	room = max(room, 64)
+	n := count(in.Text)
+	for i := 0; n > room && i < 8; i++ {
+		keep := len(in.Text) * room / n * 9 / 10
+		in.Text = cutMiddle(in.Text, keep)
+		n = count(in.Text)
+	}
+	return in
+}
+
+// cutMiddle keeps about keep bytes of s, its start and its end, on rune
+// boundaries, with a marker where the middle was.
+func cutMiddle(s string, keep int) string {
+	if len(s) <= keep {
+		return s
+	}
+	const marker = "\n[… middle omitted to fit the summarizer's window …]\n"
+	half := max(keep/2, 0)
+	head, tail := half, len(s)-half
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail < len(s) && !utf8.RuneStart(s[tail]) {
+		tail++
+	}
+	return s[:head] + marker + s[tail:]
+}
+
+func maxWaitDegraded(d time.Duration) string {
+	return fmt.Sprintf("condense.max_wait (%s) reached; extractive summaries used where the summarizer had not answered", d)
+}
+
+// shared runs one summarizer call for key, shared by every request that
+// needs it at the same time (and, through the cache's lock, by replicas),
+// and caches the result. The call runs on its own context; a failure
+// (other than waiting for a slot) backs the summarizer off for this
+// caller and model.
+func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInput, decorate func(string) string) (out string, err error) {
+	backoff := backoffKey(rq.req.Scope, in.Model)
+	// Waiting holds none of the caller's places.
+	if slot := rq.req.Slot; slot != nil {
+		slot.Release()
+		defer func() {
+			if aerr := slot.Acquire(ctx); aerr != nil && err == nil {
+				err = aerr
+			}
+		}()
+	}
+	// The shared call may wait for the replicas' lock, then for a slot,
+	// then call: each bounded by the summary timeout.
+	v, err, _ := e.flight.do(ctx, key, 2*e.opts.SummaryTimeout+e.lockWait(), rq.stop, func(cctx context.Context) (string, error) {
+		if v, ok := e.getCache(cctx, key); ok {
+			return string(v), nil
+		}
+		release := e.lock(cctx, key)
+		defer release()
+		if v, ok := e.getCache(cctx, key); ok { // another replica finished it
+			return string(v), nil
+		}
+		s, err := e.callSummarizer(cctx, in)
+		if err == nil && strings.TrimSpace(s) == "" {
+			err = errors.New("empty summary")
+		}
+		if err != nil {
+			if !errors.Is(err, errNoSlot) && !errors.Is(err, context.Canceled) {
+				e.backOff(backoff)
+			}
+			return "", err
+		}
+		s = decorate(s)
+		return e.addCache(cctx, key, s), nil
+	})
+	rq.calls++
+	return v, err
+}
+
+// backoffKey scopes the summarizer's back-off to one caller and model: a
+// caller with a bad key, or a model it cannot use, degrades only its own
+// summaries.
+func backoffKey(scope, model string) string { return scope + "\x00" + model }
+
+// backOff stops summarizer calls for key for NegativeTTL, on every replica
+// (the mark is in the cache too, under a hash of the key: it holds the
+// caller's scope).
+func (e *Engine) backOff(key string) {
+	now := e.now()
+	e.downUntil.Store(key, now.Add(e.opts.NegativeTTL).UnixNano())
+	if e.cache != nil {
+		e.cache.Set(context.Background(), backoffCacheKey(key), []byte("1"), e.opts.NegativeTTL)
+	}
+	// Keep the map small: forget expired entries now and then.
+	if e.backoffSweep.Add(1)%256 == 0 {
+		e.downUntil.Range(func(k, v any) bool {
+			if v.(int64) <= now.UnixNano() {
+				e.downUntil.Delete(k)
+			}
+			return true
+		})
+	}
+}
+
+// backingOff reports whether summarizer calls for this caller and model
+// are suspended after a failure here or on another replica.
+func (e *Engine) backingOff(rq *job, model string) bool {
+	key := backoffKey(rq.req.Scope, model)
+	if v, ok := e.downUntil.Load(key); ok && v.(int64) > e.now().UnixNano() {
+		return true
+	}
+	if e.cache == nil {
+		return false
+	}
+	_, ok := e.cache.Get(context.Background(), backoffCacheKey(key))
+	return ok
+}
+
+// backoffCacheKey is the cache key of a back-off mark.
+func backoffCacheKey(key string) string { return "backoff:" + textHash(key) }
+
+// errNoSlot: every summarizer slot stayed busy for the whole timeout.
+// That is a wait, not a failure of the summarizer.
+var errNoSlot = errors.New("no summarizer slot free")
+
+// callSummarizer makes one summarizer call within the summary timeout and
+// the bound on calls in flight, and records it.
+func (e *Engine) callSummarizer(ctx context.Context, in SummaryInput) (string, error) {
+	slot := time.NewTimer(e.opts.SummaryTimeout)
+	defer slot.Stop()
+	select {
+	case e.summarizeSem <- struct{}{}:
+		defer func() { <-e.summarizeSem }()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return "", ctx.Err()
+		}
+		// Out of time while still waiting: a wait, not a failure.
+		return "", fmt.Errorf("%w: %w", errNoSlot, ctx.Err())
+	case <-slot.C:
+		return "", fmt.Errorf("%w within %s", errNoSlot, e.opts.SummaryTimeout)
+	}
+	cctx, cancel := context.WithTimeout(ctx, e.opts.SummaryTimeout)
+	defer cancel()
+	start := e.now()
+	out, err := e.summarizer.Summarize(cctx, in)
+	e.observeSummarizer(e.now().Sub(start), err)
+	return out, err
+}
+
+func (e *Engine) summaryModel(rq *job) string {
+	if rq.extractiveSummaries {
+		return "extractive"
+	}
+	return e.llmModel(rq)
+}
+
+// llmModel is the summarizer's model ("extractive" when there is no LLM
+// summarizer).
+func (e *Engine) llmModel(rq *job) string {
+	if e.opts.Summarizer == "extractive" || e.summarizer == nil {
+		return "extractive"
+	}
+	if e.opts.SummaryModel != "" {
+		return e.opts.SummaryModel
+	}
+	return rq.model
+}
+
+func (e *Engine) getCache(ctx context.Context, key string) ([]byte, bool) {
+	if e.cache == nil {
+		return nil, false
+	}
+	return e.cache.Get(ctx, key)
+}
+
+func (e *Engine) setCache(ctx context.Context, key string, v []byte) {
+	if e.cache != nil {
+		e.cache.Set(context.WithoutCancel(ctx), key, v, e.opts.OriginalsTTL)
+	}
+}
+
+// Adder is an optional capability of the cache: set-if-absent across
+// replicas, returning the value the key holds afterwards.
+type Adder interface {
+	Add(ctx context.Context, key string, value []byte, ttl time.Duration) (stored []byte, ok bool)
+}
+
+// addCache stores a summarizer's text under key unless a replica stored
+// one first, and returns the text to use: the first one written, so every
+// replica builds the same summaries (and cache keys) on it.
+func (e *Engine) addCache(ctx context.Context, key, s string) string {
+	if a, ok := e.cache.(Adder); ok {
+		if stored, ok := a.Add(context.WithoutCancel(ctx), key, []byte(s), e.opts.OriginalsTTL); ok {
+			return string(stored)
+		}
+		return s
+	}
+	e.setCache(ctx, key, []byte(s))
+	return s
+}
+
+// Locker is an optional capability of the cache: a short lock shared by
+// proxy replicas, so they do not write the same summary twice.
+type Locker interface {
+	Lock(ctx context.Context, key string, ttl time.Duration) (release func(), ok bool)
+}
+
+// lockWait is the longest lock waits for another replica's call.
+func (e *Engine) lockWait() time.Duration {
+	if _, ok := e.cache.(Locker); ok {
+		return e.opts.SummaryTimeout
+	}
+	return 0
+}
+
+// lock waits briefly for the cross-replica lock of key; it gives up (and
+// does the work anyway) after the summary timeout.
+func (e *Engine) lock(ctx context.Context, key string) func() {
+	l, ok := e.cache.(Locker)
+	if !ok {
+		return func() {}
+	}
+	deadline := e.now().Add(e.opts.SummaryTimeout)
+	for {
+		release, got := l.Lock(ctx, key, e.opts.SummaryTimeout+5*time.Second)
+		if got {
+			return release
+		}
+		if e.now().After(deadline) || ctx.Err() != nil {
+			return func() {}
+		}
+		if _, done := e.getCache(ctx, key); done {
+			return func() {}
+		}
+		select {
+		case <-ctx.Done():
+			return func() {}
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// SummarizerFunc adapts a function to Summarizer.
+type SummarizerFunc func(ctx context.Context, in SummaryInput) (string, error)
+
+// Summarize calls f.
+func (f SummarizerFunc) Summarize(ctx context.Context, in SummaryInput) (string, error) {
+	return f(ctx, in)
+}
+
+func formatLevels(levels map[int]int) string {
+	keys := make([]int, 0, len(levels))
+	for k := range levels {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("l%d=%d", k, levels[k]))
+	}
+	return strings.Join(parts, ",")
+}
+
+func cacheState(hits, misses int) string {
+	switch {
+	case hits+misses == 0:
+		return ""
+	case misses == 0:
+		return "hit"
+	case hits == 0:
+		return "miss"
+	default:
+		return "partial"
+	}
+}
+
+// summaryItem is one summary in the condensed request.
+type summaryItem struct {
+	level    int
+	index    int // index among the summaries of its level
+	from, to int // message indexes covered
+	id       string
+	text     string
+	tokens   int
+	cached   bool
+}
+
+// summaryKey builds the cache key of a summary. The scope is a hash of the
+// caller's credentials, never the credentials.
+func summaryKey(scope, model, promptHash string, level int, contentHash, prevHash string) string {
+	h := sha256.Sum256([]byte(strings.Join([]string{scope, model, promptHash, fmt.Sprint(level), contentHash, prevHash}, "\x00")))
+	return "sum:" + hex.EncodeToString(h[:16])
+}
+
+func textHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:8])
+}
+
+// summarizeChunks returns the level-1 summaries of the folded chunks, from
+// the cache or the summarizer, each building on the one before it.
+func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) ([]summaryItem, error) {
+	items := make([]summaryItem, 0, len(folded))
+	prev, prevHash := "", ""
+	for i, ch := range folded {
+		from, to := rq.conv.steps[ch.a].first, rq.conv.steps[ch.b-1].end
+		content := rq.conv.hashMessages(from, to)
+		it := summaryItem{level: 1, index: i, from: from, to: to, id: content}
+		text, cached, degraded, err := e.summary(ctx, rq, 1, content, prevHash, prev, func() string {
+			return rq.conv.transcript(from, to)
+		}, func() string {
+			return fitSummary(rq.conv.extractive(from, to), e.summaryTokens(rq))
+		}, func(s string) string {
+			// Both summarizers end with the deterministic Files section.
+			if files := rq.conv.filesOf(from, to); files != "" && !strings.Contains(s, "## Files") {
+				s = strings.TrimSpace(s) + "\n" + files
+			}
+			return s
+		})
+		if err != nil {
+			return nil, fmt.Errorf("summarizing chunk %d: %w", i, err)
+		}
+		it.text, it.cached = text, cached
+		it.tokens = e.counter.Text(rq.limits.Encoding, text)
+		if degraded != "" {
+			rq.degraded = append(rq.degraded, degraded)
+		}
+		if !cached {
+			e.storeOriginals(ctx, rq, it.id, from, to)
+		}
+		e.rememberSummary(ctx, rq, it)
+		items = append(items, it)
+		prev, prevHash = text, textHash(text)
+	}
+	return items, nil
+}
+
+// foldLevels folds the oldest complete groups of summaries into the next
+// level until the summaries fit the budget.
+func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, budget int) ([]summaryItem, error) {
+	total := func() int {
+		n := 0
+		for _, it := range items {
+			n += it.tokens
+		}
+		return n
+	}
+	for total() > budget {
+		pos, ok := foldableGroup(items)
+		if !ok {
+			break
+		}
+		group := items[pos : pos+groupSize]
+		var parts []string
+		var ids []string
+		for _, g := range group {
+			parts = append(parts, g.text)
+			ids = append(ids, g.id)
+		}
+		joined := strings.Join(parts, "\n\n---\n\n")
+		level := group[0].level + 1
+		content := textHash(strings.Join(ids, ","))
+		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
+		text, cached, degraded, err := e.summary(ctx, rq, level, content, "", "", func() string { return joined }, func() string {
+			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq))
+		}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
+		}
+		it.text, it.cached = text, cached
+		it.tokens = e.counter.Text(rq.limits.Encoding, text)
+		if degraded != "" {
+			rq.degraded = append(rq.degraded, degraded)
+		}
+		if !cached {
+			e.storeOriginals(ctx, rq, it.id, it.from, it.to)
+		}
+		e.rememberSummary(ctx, rq, it)
+		next := append([]summaryItem{}, items[:pos]...)
+		next = append(next, it)
+		items = append(next, items[pos+groupSize:]...)
+	}
+	return items, nil
+}
+
+// summaryTokens bounds one summary of rq (auto's, in place of a window
+// marker, are smaller).
+func (e *Engine) summaryTokens(rq *job) int {
+	if rq.summaryTokens > 0 {
+		return rq.summaryTokens
+	}
+	return e.perSummaryTokens()
+}
+
+// perSummaryTokens bounds one summary, so that a few of them per level fit
+// the summary budget.
+func (e *Engine) perSummaryTokens() int {
+	return max(200, min(e.opts.SummaryMaxTokens, e.opts.SummaryBudgetTokens/groupSize))
+}
+
+// foldableGroup finds the oldest run of groupSize summaries of the lowest
+// level that starts at an aligned index (so groups never shift).
+func foldableGroup(items []summaryItem) (int, bool) {
+	best, bestLevel := -1, 0
+	for i := 0; i+groupSize <= len(items); i++ {
+		it := items[i]
+		if it.index%groupSize != 0 {
+			continue
+		}
+		ok := true
+		for j := 1; j < groupSize; j++ {
+			if items[i+j].level != it.level || items[i+j].index != it.index+j {
+				ok = false
+				break
+			}
+		}
+		if ok && (best < 0 || it.level < bestLevel) {
+			best, bestLevel = i, it.level
+		}
+	}
+	return best, best >= 0
+}
+
+// mergeExtractive folds summaries without an LLM: each keeps its first
+// lines, the Files sections are merged.
+func mergeExtractive(parts []string) string {
+	var b strings.Builder
+	files := newFileLog()
+	for _, p := range parts {
+		body, fs, _ := strings.Cut(p, "## Files\n")
+		lines := strings.Split(strings.TrimSpace(body), "\n")
+		if len(lines) > 12 {
+			lines = append(lines[:12], fmt.Sprintf("[… %d lines condensed …]", len(lines)-12))
+		}
+		b.WriteString(strings.Join(lines, "\n"))
+		b.WriteString("\n")
+		for _, l := range strings.Split(fs, "\n") {
+			kind, list, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": ")
+			if !ok {
+				continue
+			}
+			list, _, _ = strings.Cut(list, " (+")
+			for _, f := range strings.Split(list, ", ") {
+				files.add(f, kind)
+			}
+		}
+	}
+	b.WriteString(files.section())
+	return b.String()
+}
+
+// renderSummary is the message that replaces the folded messages.
+func renderSummary(items []summaryItem, replaced int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<conversation-summary replaces=\"%d earlier messages\">\n", replaced)
+	b.WriteString("The earlier part of this conversation was condensed by condense-proxy. The summaries below replace it, oldest first; the original messages of each can be fetched with GET /v1/condense/originals/{id}.\n\n")
+	for _, it := range items {
+		fmt.Fprintf(&b, "<summary id=\"%s\" level=\"%d\" messages=\"%d-%d\">\n%s\n</summary>\n", it.id, it.level, it.from, it.to-1, strings.TrimSpace(it.text))
+	}
+	b.WriteString("</conversation-summary>")
+	return b.String()
+}

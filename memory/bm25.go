@@ -1,0 +1,181 @@
+package memory
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// BM25 over one conversation's memory, in process. Steps and summaries
+// of every level are documents of one index, so their scores are
+// comparable: the same terms, the same inverse document frequencies, the
+// same length normalization.
+
+// BM25's parameters (the usual ones).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// maxTermLen bounds a term (longer runs are cut: base64, hashes).
+const maxTermLen = 64
+
+// stopwords are too common in agents' conversations to tell anything.
+var stopwords = map[string]bool{
+	"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "by": true, "for": true,
+	"from": true, "has": true, "have": true, "in": true, "is": true, "it": true, "its": true, "of": true, "on": true,
+	"or": true, "that": true, "the": true, "this": true, "to": true, "was": true, "were": true, "with": true,
+	"what": true, "which": true, "did": true, "do": true, "does": true, "we": true, "i": true, "you": true,
+	"tool": true, "result": true, "call": true,
+}
+
+// terms splits text into search terms: lower-case runs of letters,
+// digits and underscores, and, for identifiers, their parts as well
+// (snake_case and CamelCase pieces), so "TestParseDuration_Case17" is
+// found by "case17" and by "ParseDuration".
+func terms(text string) []string {
+	var out []string
+	emit := func(t string) {
+		if len(t) > maxTermLen {
+			t = t[:maxTermLen]
+		}
+		if t == "" || stopwords[t] {
+			return
+		}
+		out = append(out, t)
+	}
+	word := func(w string) {
+		lw := strings.ToLower(w)
+		emit(lw)
+		parts := splitIdent(w)
+		if len(parts) > 1 {
+			for _, p := range parts {
+				if pl := strings.ToLower(p); pl != lw {
+					emit(pl)
+				}
+			}
+		}
+	}
+	start := -1
+	for i, r := range text {
+		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			word(text[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		word(text[start:])
+	}
+	return out
+}
+
+// splitIdent splits an identifier at underscores and at lower-to-upper
+// case changes ("parseHTTPRequest" → parse, HTTPRequest; "a_b" → a, b).
+func splitIdent(w string) []string {
+	var parts []string
+	for _, p := range strings.Split(w, "_") {
+		start := 0
+		rs := []rune(p)
+		for i := 1; i < len(rs); i++ {
+			if unicode.IsUpper(rs[i]) && (unicode.IsLower(rs[i-1]) || unicode.IsDigit(rs[i-1])) {
+				parts = append(parts, string(rs[start:i]))
+				start = i
+			}
+		}
+		if start < len(rs) {
+			parts = append(parts, string(rs[start:]))
+		}
+	}
+	return parts
+}
+
+// index is a BM25 index over documents. Built once per version of a
+// conversation's memory; read-only afterwards (safe for concurrent
+// searches).
+type index struct {
+	docs   []docTerms
+	df     map[string]int
+	avgLen float64
+}
+
+type docTerms struct {
+	tf  map[string]int
+	len int
+}
+
+func newIndex(texts []string) *index {
+	ix := &index{docs: make([]docTerms, len(texts)), df: map[string]int{}}
+	total := 0
+	for i, t := range texts {
+		ts := terms(t)
+		tf := make(map[string]int, len(ts)/2+1)
+		for _, term := range ts {
+			tf[term]++
+		}
+		for term := range tf {
+			ix.df[term]++
+		}
+		ix.docs[i] = docTerms{tf: tf, len: len(ts)}
+		total += len(ts)
+	}
+	if len(texts) > 0 {
+		ix.avgLen = float64(total) / float64(len(texts))
+	}
+	return ix
+}
+
+// scored is a document's index and its score.
+type scored struct {
+	doc   int
+	score float64
+}
+
+// search returns the documents matching query terms, best first, at most
+// k (ties: the newer document first, as later steps tend to hold the
+// current state of a fact).
+func (ix *index) search(query []string, k int) []scored {
+	if len(ix.docs) == 0 || len(query) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var qs []string
+	for _, q := range query {
+		if !seen[q] {
+			seen[q] = true
+			qs = append(qs, q)
+		}
+	}
+	n := float64(len(ix.docs))
+	var out []scored
+	for i, d := range ix.docs {
+		s := 0.0
+		for _, q := range qs {
+			f := float64(d.tf[q])
+			if f == 0 {
+				continue
+			}
+			df := float64(ix.df[q])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			norm := 1 - bm25B + bm25B*float64(d.len)/max(ix.avgLen, 1)
+			s += idf * f * (bm25K1 + 1) / (f + bm25K1*norm)
+		}
+		if s > 0 {
+			out = append(out, scored{i, s})
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].score != out[b].score {
+			return out[a].score > out[b].score
+		}
+		return out[a].doc > out[b].doc
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
+}

@@ -1,0 +1,279 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/condense-proxy/condense-proxy/condense"
+)
+
+// ToolName is the recall tool's name.
+const ToolName = "condense_recall"
+
+// ToolDescription and ToolSchema describe the recall tool to the model.
+// They never change between requests: the tool is byte-identical in every
+// request that carries it, so it never busts a prompt cache.
+const (
+	ToolDescription = "Recall earlier parts of this conversation that were condensed away to fit the context window " +
+		"(summarized, digested or omitted). Give `query` (words, names, paths, error text) to search them, " +
+		"or `id` to get back one original named by a summary, digest or omission marker. Answered by the proxy, not by the user."
+	ToolSchema = `{"type":"object","properties":{"query":{"type":"string","description":"What to look for in the condensed-away history."},"id":{"type":"string","description":"The id of a summary, digest or omission marker, or of a recalled step."}}}`
+)
+
+// Limits of a recall request.
+const (
+	// MaxQueryBytes bounds a query (longer ones are cut, and the answer
+	// says so).
+	MaxQueryBytes = 1000
+	// maxHits is how many items a query answer lists at most.
+	maxHits = 5
+)
+
+// validID is what ids of originals, summaries and steps look like.
+var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Outcomes of a recall.
+const (
+	OutcomeFound   = "found"
+	OutcomeNone    = "none"    // a query that matched nothing
+	OutcomeUnknown = "unknown" // an id not in the caller's conversation
+	OutcomeInvalid = "invalid" // arguments the tool does not take
+)
+
+// Recalled is one recall the proxy answered: what was asked, what came
+// back.
+type Recalled struct {
+	Query string `json:"query,omitempty"`
+	ID    string `json:"id,omitempty"`
+	// Outcome is one of the Outcome constants.
+	Outcome string `json:"outcome"`
+	// Items are the ids of the items returned.
+	Items []string `json:"items,omitempty"`
+	// Answer is the tool result given to the model.
+	Answer string `json:"answer"`
+}
+
+// Recall answers one condense_recall call of the caller's conversation:
+// args is the call's arguments (JSON text). Every input gets an answer for
+// the model — bad input an answer saying what was wrong — never an error.
+// budget bounds the answer in tokens.
+func (m *Memory) Recall(ctx context.Context, scope, conversation, args string, budget int, creds http.Header) Recalled {
+	var a struct {
+		Query any `json:"query"`
+		ID    any `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(args), &a); err != nil {
+		return Recalled{Outcome: OutcomeInvalid, Answer: ToolName + ": the arguments must be a JSON object with `query` (text to search for) or `id` (an id a summary, digest or marker names)."}
+	}
+	query, qok := a.Query.(string)
+	id, iok := a.ID.(string)
+	query, id = strings.TrimSpace(query), strings.TrimSpace(id)
+	if (a.Query != nil && !qok) || (a.ID != nil && !iok) || (query == "" && id == "") {
+		return Recalled{Outcome: OutcomeInvalid, Answer: ToolName + ": give `query` (text to search this conversation's condensed-away history for) or `id` (an id a summary, digest or marker names), as strings."}
+	}
+	if id != "" {
+		return m.recallID(ctx, scope, conversation, id, budget)
+	}
+	return m.recallQuery(ctx, scope, conversation, query, budget, creds)
+}
+
+func (m *Memory) recallID(ctx context.Context, scope, conversation, id string, budget int) Recalled {
+	r := Recalled{ID: id}
+	if !validID.MatchString(id) {
+		r.ID = clip(id, 80)
+		r.Outcome = OutcomeInvalid
+		r.Answer = fmt.Sprintf("%s: %q is not an id; ids are the hex strings summaries, digests and markers name (id=\"…\").", ToolName, r.ID)
+		return r
+	}
+	items := m.Lookup(ctx, scope, conversation, id)
+	if len(items) == 0 {
+		r.Outcome = OutcomeUnknown
+		r.Answer = fmt.Sprintf("%s: nothing under id %s in this conversation's condensed-away history (it may have expired, or belong to another conversation); try `query`.", ToolName, id)
+		return r
+	}
+	r.Outcome = OutcomeFound
+	hits := make([]Hit, len(items))
+	for i, it := range items {
+		hits[i] = Hit{Item: it}
+	}
+	head := fmt.Sprintf("%s: id %s holds %d item(s) of this conversation's condensed-away history, oldest first.", ToolName, id, len(items))
+	r.Answer, r.Items = m.render(head, hits, budget)
+	return r
+}
+
+func (m *Memory) recallQuery(ctx context.Context, scope, conversation, query string, budget int, creds http.Header) Recalled {
+	note := ""
+	if len(query) > MaxQueryBytes {
+		cut := MaxQueryBytes
+		for cut > 0 && !utf8.RuneStart(query[cut]) {
+			cut--
+		}
+		query = query[:cut]
+		note = fmt.Sprintf(" (the query was cut to its first %d bytes)", MaxQueryBytes)
+	}
+	r := Recalled{Query: query}
+	hits := m.Search(ctx, scope, conversation, query, maxHits, creds)
+	if len(hits) == 0 {
+		r.Outcome = OutcomeNone
+		r.Answer = fmt.Sprintf("%s: nothing in this conversation's condensed-away history matches %q%s.", ToolName, clip(query, 200), note)
+		return r
+	}
+	r.Outcome = OutcomeFound
+	head := fmt.Sprintf("%s: %d result(s) for %q%s from this conversation's condensed-away history, best first.", ToolName, len(hits), clip(query, 200), note)
+	r.Answer, r.Items = m.renderFor(head, hits, budget, query)
+	return r
+}
+
+// excerpt cuts text to about room tokens: its first line, then the lines
+// that hold the most of query's terms (rarest first), in their order,
+// with "[…]" where lines were left out; without a query, its start.
+func (m *Memory) excerpt(text, query string, room int) string {
+	if room <= 0 {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	qs := map[string]bool{}
+	for _, t := range terms(query) {
+		qs[t] = true
+	}
+	score := make([]int, len(lines))
+	for i, l := range lines {
+		seen := map[string]bool{}
+		for _, t := range terms(l) {
+			if qs[t] && !seen[t] {
+				seen[t] = true
+				score[i]++
+			}
+		}
+	}
+	order := make([]int, len(lines))
+	for i := range order {
+		order[i] = i
+	}
+	if len(qs) > 0 {
+		sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	}
+	keep := map[int]bool{0: true}
+	used := m.opts.Count(lines[0])
+	for _, i := range order {
+		if keep[i] || len(qs) > 0 && score[i] == 0 {
+			continue
+		}
+		n := m.opts.Count(lines[i]) + 1
+		if used+n > room {
+			if len(qs) > 0 {
+				continue
+			}
+			break
+		}
+		keep[i] = true
+		used += n
+	}
+	var b strings.Builder
+	gap := false
+	for i, l := range lines {
+		if !keep[i] {
+			gap = true
+			continue
+		}
+		if gap && b.Len() > 0 {
+			b.WriteString("[…]\n")
+		}
+		gap = false
+		if len(l) > 4*room {
+			l = clip(l, 4*room)
+		}
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	if gap {
+		b.WriteString("[…]")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// render writes hits as a recall answer within budget tokens: each item
+// in a <recalled> block naming its id and place; texts that do not fit
+// are cut (the first item's at least in part), and what was left out is
+// said.
+func (m *Memory) render(head string, hits []Hit, budget int) (string, []string) {
+	return m.renderFor(head, hits, budget, "")
+}
+
+// renderFor is render, cutting texts that do not fit to the lines that
+// best match query (all when query is empty: the text's start).
+func (m *Memory) renderFor(head string, hits []Hit, budget int, query string) (string, []string) {
+	if budget <= 0 {
+		budget = 2000
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	b.WriteString("\n")
+	used := m.opts.Count(head)
+	var ids []string
+	for i, h := range hits {
+		open := fmt.Sprintf("<recalled id=%q kind=%q place=%q>\n", h.Item.ID, h.Item.Kind, describe(h.Item))
+		closing := "\n</recalled>\n"
+		room := budget - used - m.opts.Count(open+closing)
+		if room < 40 {
+			fmt.Fprintf(&b, "[%d more item(s) left out to fit the answer; ask by id or narrow the query]\n", len(hits)-i)
+			break
+		}
+		text := h.Item.Text
+		if n := m.opts.Count(text); n > room {
+			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2)
+			text += fmt.Sprintf("\n[… cut to fit; recall id %s for this item alone]", h.Item.ID)
+		}
+		b.WriteString(open)
+		b.WriteString(text)
+		b.WriteString(closing)
+		used += m.opts.Count(open + text + closing)
+		ids = append(ids, h.Item.ID)
+	}
+	return strings.TrimRight(b.String(), "\n"), ids
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// Relevant implements condense.Memory: the steps of the conversation's
+// memory that end at or before item before (condensed away, not still
+// in the request) and best match focus, rendered within budget tokens as
+// a block naming their ids, best first; "" when none matches.
+func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string, before, budget int, creds http.Header) string {
+	if budget <= 0 || strings.TrimSpace(focus) == "" {
+		return ""
+	}
+	if len(focus) > 4*MaxQueryBytes {
+		focus = clip(focus, 4*MaxQueryBytes)
+	}
+	var hits []Hit
+	for _, h := range m.Search(ctx, scope, conversation, focus, 4*maxHits, creds) {
+		if h.Item.Kind == condense.MemoryStep && h.Item.To <= before {
+			hits = append(hits, h)
+		}
+		if len(hits) == maxHits {
+			break
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	head := "<relevant-earlier-context>\nEarlier steps of this conversation, condensed away above, that bear on the current work (best first):"
+	text, _ := m.renderFor(head, hits, budget-m.opts.Count("</relevant-earlier-context>"), focus)
+	return text + "\n</relevant-earlier-context>"
+}
