@@ -949,3 +949,56 @@ func TestBackOffSharedByReplicas(t *testing.T) {
 		t.Fatalf("replica b called the failing summarizer again: %d calls, %+v", calls.Load()-before, res.Report)
 	}
 }
+
+// TestAutoSummariesStayWhileTheCutDoes: auto's summaries in place of the
+// window's marker are named and written once per chunk; while the cut
+// stays, every request carries them byte for byte — even when the digest
+// frontier passes one of the messages they summarize (which used to make a
+// new summary and bust the cache at the cut, a cost selective never pays).
+func TestAutoSummariesStayWhileTheCutDoes(t *testing.T) {
+	sess, _ := corpus.Synthetic(7, 700_000)
+	e := newEngine(32000, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
+	type span struct{ from, to int }
+	prev := map[span]Change{}
+	compared, frontierMoved := 0, 0
+	prevDigests := 0
+	for _, n := range sess.TurnEnds() {
+		b, _ := sess.Request("gpt-4o", n)
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, digests := map[span]Change{}, 0
+		for _, c := range res.Report.Changes {
+			switch c.Kind {
+			case ChangeSummary:
+				cur[span{c.From, c.To}] = c
+			case ChangeDigest:
+				digests++
+			}
+		}
+		if len(cur) > 0 && len(cur) == len(prev) {
+			same := true
+			for k := range cur {
+				if _, ok := prev[k]; !ok {
+					same = false
+				}
+			}
+			if same {
+				compared++
+				if digests != prevDigests {
+					frontierMoved++
+				}
+				for k, c := range cur {
+					if p := prev[k]; p.ID != c.ID || p.Text != c.Text {
+						t.Errorf("request of %d messages: the summary of messages %d-%d changed while the cut stayed (%s → %s)", n, k.from, k.to, p.ID, c.ID)
+					}
+				}
+			}
+		}
+		prev, prevDigests = cur, digests
+	}
+	if compared == 0 || frontierMoved == 0 {
+		t.Fatalf("%d requests kept a cut, %d of them with new digests: the session tests nothing", compared, frontierMoved)
+	}
+}

@@ -474,7 +474,10 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 	prev, prevHash := "", ""
 	for i, ch := range folded {
 		from, to := rq.conv.steps[ch.a].first, rq.conv.steps[ch.b-1].end
-		content := rq.conv.hashMessages(from, to)
+		// A chunk is named by its messages as received: auto summarizes
+		// the conversation as digested, and a digest the frontier adds
+		// later must not make a new summary (a bust at the cut).
+		content := rq.received().hashMessages(from, to)
 		it := summaryItem{level: 1, index: i, from: from, to: to, id: content}
 		text, cached, degraded, err := e.summary(ctx, rq, 1, content, prevHash, prev, func() string {
 			return rq.conv.transcript(from, to)
