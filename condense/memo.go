@@ -39,14 +39,21 @@ func (rq *job) decisionKey(name string) string { return rq.stateKey("plan:" + na
 // per caller and conversation head, and apart for observe mode, whose
 // would-be conversation evolves beside the real one.
 func (rq *job) stateKey(kind string) string {
-	if rq.headHash == "" {
-		rq.headHash = rq.conv.hashMessages(0, rq.conv.head)
-	}
 	ns := ""
 	if rq.req.observing {
 		ns = "observe/"
 	}
-	return kind + ":" + ns + rq.req.Scope + ":" + rq.headHash
+	return kind + ":" + ns + rq.req.Scope + ":" + rq.head()
+}
+
+// head returns the hash of the conversation's head (system, tools, first
+// user message), made once per job: what names the conversation in the
+// keys the engine keeps.
+func (rq *job) head() string {
+	if rq.headHash == "" {
+		rq.headHash = rq.conv.hashMessages(0, rq.conv.head)
+	}
+	return rq.headHash
 }
 
 // keeps reports whether the job may write what it decides (not a

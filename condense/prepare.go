@@ -41,7 +41,7 @@ func (e *Engine) prepare(rq *job) {
 	in.Parsed = false
 	req := rq.req
 	req.Slot = nil // the request's place is its own, not the background's
-	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over}
+	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash}
 	// Detached from the request: the agent does not wait for this, and it
 	// must finish even if this request's client leaves.
 	e.bg.Add(1)
@@ -52,7 +52,7 @@ func (e *Engine) prepare(rq *job) {
 		if err := e.parse(rq); err != nil || len(rq.conv.steps) == 0 {
 			return
 		}
-		key := rq.req.Scope + ":" + rq.conv.hashMessages(0, rq.conv.head)
+		key := rq.req.Scope + ":" + rq.head()
 		if _, busy := e.preparing.LoadOrStore(key, struct{}{}); busy {
 			return
 		}
@@ -112,7 +112,7 @@ func (e *Engine) prepareMark(rq *job, folded []chunk) string {
 	}
 	last := folded[len(folded)-1]
 	c := rq.conv
-	return fmt.Sprintf("%s:%s:%d:%s", rq.req.Scope, c.hashMessages(0, c.head), len(folded),
+	return fmt.Sprintf("%s:%s:%d:%s", rq.req.Scope, rq.head(), len(folded),
 		c.hashMessages(c.steps[last.a].first, c.steps[last.b-1].end))
 }
 
