@@ -30,6 +30,11 @@ type turn struct {
 	calls   []string
 }
 
+// callOf reads one of a message's tool_calls.
+func callOf(tc gjson.Result) view.ToolCall {
+	return view.ToolCall{ID: tc.Get("id").String(), Name: tc.Get("function.name").String(), Args: tc.Get("function.arguments").String()}
+}
+
 // ReadAnswer implements view.Tools: the first choice's message.
 func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 	if !gjson.ValidBytes(body) {
@@ -39,7 +44,7 @@ func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 	t := &turn{content: msg.Get("content").String()}
 	a := view.Answer{Turn: t}
 	msg.Get("tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		a.Calls = append(a.Calls, view.ToolCall{ID: tc.Get("id").String(), Name: tc.Get("function.name").String(), Args: tc.Get("function.arguments").String()})
+		a.Calls = append(a.Calls, callOf(tc))
 		t.calls = append(t.calls, tc.Raw)
 		return true
 	})
@@ -86,7 +91,7 @@ func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bo
 func (*Codec) DropCalls(body []byte, drop func(view.ToolCall) bool) ([]byte, error) {
 	var kept []string
 	gjson.GetBytes(body, "choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
-		if !drop(view.ToolCall{ID: tc.Get("id").String(), Name: tc.Get("function.name").String(), Args: tc.Get("function.arguments").String()}) {
+		if !drop(callOf(tc)) {
 			kept = append(kept, tc.Raw)
 		}
 		return true

@@ -24,12 +24,6 @@ func (*Codec) AddTool(body []byte, t view.Tool) ([]byte, bool, error) {
 	return answer.AppendTool(body, tool)
 }
 
-// turn is an answer's content blocks, raw JSON.
-type turn struct {
-	blocks []string
-	calls  []int // index in blocks of each call
-}
-
 func callOf(b gjson.Result) view.ToolCall {
 	args := b.Get("input").Raw
 	if args == "" {
@@ -38,22 +32,20 @@ func callOf(b gjson.Result) view.ToolCall {
 	return view.ToolCall{ID: b.Get("id").String(), Name: b.Get("name").String(), Args: args}
 }
 
+// toolUse recognizes a tool_use block.
+func toolUse(b gjson.Result) (view.ToolCall, bool) {
+	if b.Get("type").String() != "tool_use" {
+		return view.ToolCall{}, false
+	}
+	return callOf(b), true
+}
+
 // ReadAnswer implements view.Tools: the message's tool_use blocks.
 func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 	if !gjson.ValidBytes(body) {
 		return view.Answer{}, errors.New("messages: answer is not JSON")
 	}
-	t := &turn{}
-	a := view.Answer{Turn: t}
-	gjson.GetBytes(body, "content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").String() == "tool_use" {
-			a.Calls = append(a.Calls, callOf(b))
-			t.calls = append(t.calls, len(t.blocks))
-		}
-		t.blocks = append(t.blocks, b.Raw)
-		return true
-	})
-	return a, nil
+	return answer.ReadItems(body, "content", toolUse), nil
 }
 
 // AppendTurn implements view.Tools: an assistant message with the turn's
@@ -61,20 +53,14 @@ func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 // out) but the calls keep refuses, then a user message of tool_result
 // blocks.
 func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
-	t, _ := a.Turn.(*turn)
+	t, _ := a.Turn.(*answer.Turn)
 	if t == nil {
 		return nil, errors.New("messages: no turn to append")
 	}
-	dropped := map[int]bool{}
-	for i, c := range a.Calls {
-		if !keep(c) && i < len(t.calls) {
-			dropped[t.calls[i]] = true
-		}
-	}
 	var blocks []string
-	for i, b := range t.blocks {
+	for _, b := range t.Kept(a, keep) {
 		g := gjson.Parse(b)
-		if dropped[i] || g.Get("type").String() == "text" && g.Get("text").String() == "" {
+		if g.Get("type").String() == "text" && g.Get("text").String() == "" {
 			continue
 		}
 		blocks = append(blocks, b)
@@ -96,20 +82,8 @@ func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bo
 // DropCalls implements view.Tools: the tool_use blocks leave the content
 // (and when none is left, the answer ends its turn).
 func (*Codec) DropCalls(body []byte, drop func(view.ToolCall) bool) ([]byte, error) {
-	var kept []string
-	calls := 0
-	gjson.GetBytes(body, "content").ForEach(func(_, b gjson.Result) bool {
-		if b.Get("type").String() == "tool_use" {
-			if drop(callOf(b)) {
-				return true
-			}
-			calls++
-		}
-		kept = append(kept, b.Raw)
-		return true
-	})
-	out, err := sjson.SetRawBytes(body, "content", []byte("["+strings.Join(kept, ",")+"]"))
-	if err == nil && calls == 0 && gjson.GetBytes(out, "stop_reason").String() == "tool_use" {
+	out, _, left, err := answer.DropCalls(body, "content", toolUse, drop)
+	if err == nil && left == 0 && gjson.GetBytes(out, "stop_reason").String() == "tool_use" {
 		out, err = sjson.SetBytes(out, "stop_reason", "end_turn")
 	}
 	return out, err
@@ -213,7 +187,7 @@ func (s *stream) calls() int {
 }
 
 func (s *stream) Answer() view.Answer {
-	t := &turn{}
+	t := &answer.Turn{}
 	a := view.Answer{Turn: t}
 	for _, idx := range s.order {
 		b := s.blocks[idx]
@@ -230,13 +204,13 @@ func (s *stream) Answer() view.Answer {
 			}
 			raw = `{"type":"tool_use","id":` + answer.Quote(b.callID) + `,"name":` + answer.Quote(b.name) + `,"input":` + input + `}`
 			a.Calls = append(a.Calls, view.ToolCall{ID: b.callID, Name: b.name, Args: input})
-			t.calls = append(t.calls, len(t.blocks))
+			t.Calls = append(t.Calls, len(t.Items))
 		default:
 			// redacted_thinking, server tool blocks: complete in their
 			// start event.
 			raw = b.start
 		}
-		t.blocks = append(t.blocks, raw)
+		t.Items = append(t.Items, raw)
 	}
 	return a
 }

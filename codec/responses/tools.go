@@ -27,12 +27,6 @@ func (*Codec) AddTool(body []byte, t view.Tool) ([]byte, bool, error) {
 	return answer.AppendTool(body, tool)
 }
 
-// turn is an answer's output items, raw JSON.
-type turn struct {
-	items []string
-	calls []int // index in items of each call
-}
-
 func callOf(it gjson.Result) (view.ToolCall, bool) {
 	if it.Get("type").String() != "function_call" {
 		return view.ToolCall{}, false
@@ -45,39 +39,20 @@ func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 	if !gjson.ValidBytes(body) {
 		return view.Answer{}, errors.New("responses: answer is not JSON")
 	}
-	t := &turn{}
-	a := view.Answer{Turn: t}
-	gjson.GetBytes(body, "output").ForEach(func(_, it gjson.Result) bool {
-		if c, ok := callOf(it); ok {
-			a.Calls = append(a.Calls, c)
-			t.calls = append(t.calls, len(t.items))
-		}
-		t.items = append(t.items, it.Raw)
-		return true
-	})
-	return a, nil
+	return answer.ReadItems(body, "output", callOf), nil
 }
 
 // AppendTurn implements view.Tools: the answer's output items (reasoning
 // with its encrypted_content, messages, the kept calls) appended to
 // "input", then a function_call_output per result.
 func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
-	t, _ := a.Turn.(*turn)
+	t, _ := a.Turn.(*answer.Turn)
 	if t == nil {
 		return nil, errors.New("responses: no turn to append")
 	}
-	dropped := map[int]bool{}
-	for i, c := range a.Calls {
-		if !keep(c) && i < len(t.calls) {
-			dropped[t.calls[i]] = true
-		}
-	}
 	out := body
 	var err error
-	for i, it := range t.items {
-		if dropped[i] {
-			continue
-		}
+	for _, it := range t.Kept(a, keep) {
 		if out, err = sjson.SetRawBytes(out, "input.-1", []byte(it)); err != nil {
 			return nil, fmt.Errorf("responses: appending a turn: %w", err)
 		}
@@ -94,15 +69,8 @@ func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bo
 // DropCalls implements view.Tools: the function_call items leave the
 // output.
 func (*Codec) DropCalls(body []byte, drop func(view.ToolCall) bool) ([]byte, error) {
-	var kept []string
-	gjson.GetBytes(body, "output").ForEach(func(_, it gjson.Result) bool {
-		if c, ok := callOf(it); ok && drop(c) {
-			return true
-		}
-		kept = append(kept, it.Raw)
-		return true
-	})
-	return sjson.SetRawBytes(body, "output", []byte("["+strings.Join(kept, ",")+"]"))
+	out, _, _, err := answer.DropCalls(body, "output", callOf, drop)
+	return out, err
 }
 
 // Stream implements view.Tools.
@@ -217,24 +185,14 @@ func (s *stream) Event(ev []byte) (view.EventKind, []byte, int) {
 // hideCalls removes the calls of the proxy's tool from the output an
 // event restates (response.completed and its kin).
 func (s *stream) hideCalls(root gjson.Result, data []byte) ([]byte, error) {
-	output := root.Get("response.output")
-	if s.hide == "" || !output.IsArray() {
+	if s.hide == "" || !root.Get("response.output").IsArray() {
 		return data, nil
 	}
-	var kept []string
-	hidden := false
-	output.ForEach(func(_, it gjson.Result) bool {
-		if c, ok := callOf(it); ok && c.Name == s.hide {
-			hidden = true
-			return true
-		}
-		kept = append(kept, it.Raw)
-		return true
-	})
-	if !hidden {
-		return data, nil
+	out, hidden, _, err := answer.DropCalls(data, "response.output", callOf, func(c view.ToolCall) bool { return c.Name == s.hide })
+	if err != nil || hidden == 0 {
+		return data, err
 	}
-	return sjson.SetRawBytes(data, "response.output", []byte("["+strings.Join(kept, ",")+"]"))
+	return out, nil
 }
 
 // calls counts the call items started so far.
@@ -249,7 +207,7 @@ func (s *stream) calls() int {
 }
 
 func (s *stream) Answer() view.Answer {
-	t := &turn{}
+	t := &answer.Turn{}
 	a := view.Answer{Turn: t}
 	for _, idx := range s.order {
 		it := s.items[idx]
@@ -261,10 +219,10 @@ func (s *stream) Answer() view.Answer {
 				raw = `{"type":"function_call","call_id":` + answer.Quote(c.ID) + `,"name":` + answer.Quote(c.Name) + `,"arguments":` + answer.Quote(c.Args) + `}`
 			}
 			a.Calls = append(a.Calls, c)
-			t.calls = append(t.calls, len(t.items))
+			t.Calls = append(t.Calls, len(t.Items))
 		}
 		if raw != "" {
-			t.items = append(t.items, raw)
+			t.Items = append(t.Items, raw)
 		}
 	}
 	return a

@@ -1,15 +1,19 @@
 // Package answer holds what the codecs' view.Tools share: reading and
-// writing single server-sent events of answer streams, and appending a
-// tool to a request's tools array.
+// writing single server-sent events of answer streams, appending a tool
+// to a request's tools array, and the turn of an answer whose items are
+// an array (reading it, keeping some of its calls, dropping others).
 package answer
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // AppendTool appends raw tool JSON to body's "tools" array (made when
@@ -84,4 +88,68 @@ func End(ev []byte) []byte {
 	out := make([]byte, 0, len(ev)+2)
 	out = append(out, ev...)
 	return append(out, '\n', '\n')
+}
+
+// Turn is an answer whose items are an array (Messages content blocks,
+// Responses output items): the items, raw JSON, and the index among them
+// of each of the answer's calls.
+type Turn struct {
+	Items []string
+	Calls []int // Calls[i] is the index in Items of the answer's i-th call
+}
+
+// CallOf recognizes an item that is a call for the client to run.
+type CallOf func(item gjson.Result) (view.ToolCall, bool)
+
+// ReadItems reads the array at path of a JSON answer: every item, and
+// the calls among them.
+func ReadItems(body []byte, path string, callOf CallOf) view.Answer {
+	t := &Turn{}
+	a := view.Answer{Turn: t}
+	gjson.GetBytes(body, path).ForEach(func(_, it gjson.Result) bool {
+		if c, ok := callOf(it); ok {
+			a.Calls = append(a.Calls, c)
+			t.Calls = append(t.Calls, len(t.Items))
+		}
+		t.Items = append(t.Items, it.Raw)
+		return true
+	})
+	return a
+}
+
+// Kept returns the turn's items less the calls of a (its answer) that
+// keep refuses.
+func (t *Turn) Kept(a view.Answer, keep func(view.ToolCall) bool) []string {
+	dropped := map[int]bool{}
+	for i, c := range a.Calls {
+		if !keep(c) && i < len(t.Calls) {
+			dropped[t.Calls[i]] = true
+		}
+	}
+	var kept []string
+	for i, it := range t.Items {
+		if !dropped[i] {
+			kept = append(kept, it)
+		}
+	}
+	return kept
+}
+
+// DropCalls returns body with the calls drop selects removed from the
+// array at path, how many it removed and how many calls are left.
+func DropCalls(body []byte, path string, callOf CallOf, drop func(view.ToolCall) bool) (out []byte, removed, left int, err error) {
+	var kept []string
+	gjson.GetBytes(body, path).ForEach(func(_, it gjson.Result) bool {
+		if c, ok := callOf(it); ok {
+			if drop(c) {
+				removed++
+				return true
+			}
+			left++
+		}
+		kept = append(kept, it.Raw)
+		return true
+	})
+	out, err = sjson.SetRawBytes(body, path, []byte("["+strings.Join(kept, ",")+"]"))
+	return out, removed, left, err
 }
