@@ -290,13 +290,19 @@ func addListHeader(h http.Header, name, value string) {
 	h.Add(name, value)
 }
 
-// forward sends body upstream in place of r's; l's bytes go back to the
-// budget once the transport is done sending it.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, start time.Time, l *lease) {
-	r.Body = leasedBody{bytes.NewReader(body), l}
+// setBody makes body r's, read through rc, replayable (GetBody) and with
+// its length.
+func setBody(r *http.Request, rc io.ReadCloser, body []byte) {
+	r.Body = rc
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	r.ContentLength = int64(len(body))
 	r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+}
+
+// forward sends body upstream in place of r's; l's bytes go back to the
+// budget once the transport is done sending it.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, start time.Time, l *lease) {
+	setBody(r, leasedBody{bytes.NewReader(body), l}, body)
 	ri := info(r.Context())
 	ri.overhead = time.Since(start)
 	p.metrics.overhead.Observe(ri.overhead.Seconds())

@@ -235,10 +235,7 @@ func (p *Proxy) answerCalls(ctx context.Context, ri *reqInfo, st *recallState, a
 // askAgain sends body upstream as tmpl was sent (its URL and headers).
 func (p *Proxy) askAgain(ctx context.Context, tmpl *http.Request, body []byte) (*http.Response, error) {
 	out := tmpl.Clone(ctx)
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	out.ContentLength = int64(len(body))
-	out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	setBody(out, io.NopCloser(bytes.NewReader(body)), body)
 	res, err := p.opts.Transport.RoundTrip(out)
 	if err != nil {
 		return nil, fmt.Errorf("asking the upstream again after a recall: %w", err)
