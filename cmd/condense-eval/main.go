@@ -42,7 +42,7 @@ func main() {
 // otherwise, the model priced Anthropic-style (cache reads 0.1, writes
 // 1.25) so the planner plans for the bill measured, summaries of about
 // 1,000 tokens.
-func billSuite(cfg *eval.Config, window int, lengths, formats string) error {
+func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, formats string) error {
 	if cfg.Threshold == 0.8 {
 		cfg.Threshold = 0.75
 	}
@@ -76,8 +76,14 @@ func billSuite(cfg *eval.Config, window int, lengths, formats string) error {
 				}
 			}
 		case "messages", "responses":
-			cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:3:%d:reasoning", chars(2.5)), Window: window, Format: format, Length: 2.5,
-				Modes: []string{"off", "full", "selective", "auto"}})
+			for _, l := range strings.Split(reasoningLengths, ",") {
+				x, err := strconv.ParseFloat(l, 64)
+				if err != nil || x <= 0 {
+					return fmt.Errorf("--reasoning-lengths: %q is not a positive number", l)
+				}
+				cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:3:%d:reasoning", chars(x)), Window: window, Format: format, Length: x,
+					Modes: []string{"off", "full", "selective", "auto"}})
+			}
 		default:
 			return fmt.Errorf("--formats: unknown format %q", format)
 		}
@@ -99,6 +105,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	charts := fs.String("charts", "eval", "folder for the SVG charts, relative to the Markdown report's folder")
 	suite := fs.String("suite", "default", "default (the corpus and two long synthetic sessions), bill (synthetic sessions of 1x, 2.5x and 10x the window, Messages with thinking and Responses with reasoning, priced Anthropic-style, threshold 0.75) or all (both, in one report)")
 	lengths := fs.String("lengths", "1,2.5,10", "bill suite: session lengths, in windows")
+	reasoningLengths := fs.String("reasoning-lengths", "2.5", "bill suite: lengths, in windows, of the Messages session with thinking and the Responses session with reasoning")
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x)")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
@@ -133,13 +140,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var bill *eval.Config
 	switch *suite {
 	case "bill":
-		if err := billSuite(&cfg, *window, *lengths, *formats); err != nil {
+		if err := billSuite(&cfg, *window, *lengths, *reasoningLengths, *formats); err != nil {
 			return err
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
 		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log}
-		if err := billSuite(&bc, *window, *lengths, *formats); err != nil {
+		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *formats); err != nil {
 			return err
 		}
 		bill = &bc
