@@ -47,6 +47,26 @@ func (l *lockedBuffer) String() string {
 
 // newApp builds an App for cfg (its defaults when nil) in front of
 // upstream, closed when the test ends.
+// postDrained posts body to url with the header pairs given (name,
+// value, …), reads the answer to its end and returns it.
+func postDrained(t testing.TB, url string, body io.Reader, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
 func newApp(t testing.TB, cfg *config.Config, upstream http.Handler, o app.Options) *app.App {
 	t.Helper()
 	if cfg == nil {
@@ -110,15 +130,7 @@ func TestCondensingWritesOriginalsApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer sk-caller")
-	req.Header.Set(proxy.HeaderMode, "truncate")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(body), "Authorization", "Bearer sk-caller", proxy.HeaderMode, "truncate")
 	if resp.Header.Get(proxy.HeaderApplied) != "truncate" {
 		t.Fatalf("not condensed: %v", resp.Header)
 	}
@@ -200,15 +212,7 @@ func TestReasoningModelSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", bytes.NewReader(body))
-	req.Header.Set("Authorization", "Bearer sk-caller")
-	req.Header.Set(proxy.HeaderMode, "full")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(body), "Authorization", "Bearer sk-caller", proxy.HeaderMode, "full")
 	if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderApplied) != "full" {
 		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
 	}

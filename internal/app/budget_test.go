@@ -55,14 +55,7 @@ func TestSummarizerCallsCountedAlike(t *testing.T) {
 			t.Cleanup(srv.Close)
 			sess, _ := corpus.Synthetic(5, tc.chars)
 			body, _ := sess.Request("gpt-4o", 0)
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", bytes.NewReader(body))
-			req.Header.Set(proxy.HeaderMode, "full")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			resp := postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(body), proxy.HeaderMode, "full")
 			a.Engine.Close(context.Background())
 			n := int(calls.Load())
 			if !tc.maxCalls(n) {
@@ -136,14 +129,7 @@ func TestBackgroundWorkHoldsNoPlace(t *testing.T) {
 	sess, _ := corpus.Synthetic(4, 150_000) // over the prepare threshold, under the threshold
 	body, _ := sess.Request("gpt-4o", 0)
 	post := func() *http.Response {
-		req, _ := http.NewRequest("POST", srv.URL+"/v1/chat/completions", bytes.NewReader(body))
-		req.Header.Set(proxy.HeaderMode, "full")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp := postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(body), proxy.HeaderMode, "full")
 		return resp
 	}
 	if resp := post(); resp.Header.Get(proxy.HeaderApplied) != "none" {

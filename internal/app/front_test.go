@@ -346,15 +346,8 @@ func TestBearerSpellingsOneScope(t *testing.T) {
 	cfg.ScopeSecret = "a test's scope secret"
 	cfg.Auth.Keys = []string{"sk-k"}
 	base := serve(t, newApp(t, &cfg, fakeupstream.New(), app.Options{}))
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions",
-		strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`))
-	req.Header.Set("Authorization", "bearer  sk-k")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := postDrained(t, base+"/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"hello"}]}`), "Authorization", "bearer  sk-k")
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}

@@ -183,18 +183,8 @@ func responsesRequest() []byte {
 // call sends body to path as the agent does and reads the whole answer.
 func call(t *testing.T, s keepAliveStack, path string, body []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", s.srv.URL+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", "sk-ant-caller")
-	req.Header.Set("Authorization", "Bearer sk-caller")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	req.Header.Set("anthropic-beta", "prompt-caching-scope-2026-01-05")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp := postDrained(t, s.srv.URL+path, bytes.NewReader(body), "Content-Type", "application/json", "x-api-key", "sk-ant-caller",
+		"Authorization", "Bearer sk-caller", "anthropic-version", "2023-06-01", "anthropic-beta", "prompt-caching-scope-2026-01-05")
 	if resp.StatusCode != 200 {
 		t.Fatalf("%s: status %d", path, resp.StatusCode)
 	}

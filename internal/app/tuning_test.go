@@ -145,15 +145,7 @@ func TestThinkingBindingFromTheRegistry(t *testing.T) {
 		{"claude-opus-4-7", false},
 	} {
 		t.Run(tc.model, func(t *testing.T) {
-			req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", bytes.NewReader(thinkingSession(tc.model, 40)))
-			req.Header.Set("x-api-key", "sk-caller")
-			req.Header.Set(proxy.HeaderMode, "full")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+			resp := postDrained(t, srv.URL+"/v1/messages", bytes.NewReader(thinkingSession(tc.model, 40)), "x-api-key", "sk-caller", proxy.HeaderMode, "full")
 			if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderApplied) != "full" {
 				t.Fatalf("status %d, applied %q, degraded %q", resp.StatusCode, resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderDegraded))
 			}
