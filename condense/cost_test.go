@@ -3,6 +3,7 @@ package condense
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -156,41 +157,60 @@ func TestEagerDigests(t *testing.T) {
 	}
 }
 
-// TestDefer: with condense.defer, a conversation that has taken few steps
-// (few requests expected to follow) is forwarded as received over the
-// threshold, saying why; at the hard limit it is condensed; without the
-// option it is condensed at the threshold.
+// TestDefer: with condense.defer, a conversation over the threshold that
+// is not expected to reach the hard limit before it ends (few requests
+// expected to follow at its growth) is forwarded as received when
+// condensing would re-write more than it saves, saying why; one expected
+// to reach the hard limit soon is condensed now (deferring would only
+// move the bust onto a larger request); at the hard limit it is
+// condensed; without the option it is condensed at the threshold.
 func TestDefer(t *testing.T) {
-	// A few huge steps: over the threshold after 3 requests.
+	// One old output worth digesting, then many steps of reasoning with
+	// small outputs: digesting it re-writes all that follows it.
 	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
-	for i := 0; i < 4; i++ {
-		id := "c" + strings.Repeat("x", i+1)
-		msgs = append(msgs, map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": []map[string]any{{"id": id, "type": "function",
+	for i := 0; i < 24; i++ {
+		id := fmt.Sprintf("c%d", i)
+		out, say := "ok", strings.Repeat("Reasoning about the handlers and what to change next. ", 120)
+		if i == 0 {
+			out, say = bigFile(24000), "Reading."
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
 			"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": bigFile(40000)})
+			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
 	}
 	b := body(t, msgs)
-	run := func(deferOn bool, window int) Report {
+	// room is the answer's: the window less it is the hard limit.
+	run := func(deferOn bool, window, room int) Report {
 		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
-			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: window / 10}
-		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn})
+			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: room}
+		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn,
+			Selective: selective.Options{KeepRecentToolOutputs: 3}})
 		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res.Report
 	}
-	probe := run(false, 1_000_000)
-	window := probe.TokensBefore * 3 / 2 // over the threshold (0.5), under the hard limit
-	if r := run(false, window); r.Applied == AppliedNone {
+	probe := run(false, 1_000_000, 0)
+	n := probe.TokensBefore
+	window := n * 19 / 10 // over the threshold (0.5)
+	// The conversation grows by about n/24 a request and is expected to
+	// send 12 more (half its 24 steps): with a tenth of the window as
+	// the answer's room the hard limit is 17 requests away, with a
+	// quarter 10.
+	far, near := window/10, window/4
+	if r := run(false, window, far); r.Applied == AppliedNone {
 		t.Fatalf("without defer: not condensed (%s)", r.Reason)
 	}
-	r := run(true, window)
+	r := run(true, window, far)
 	if r.Applied != AppliedNone || r.Deferred == "" || !strings.Contains(r.Deferred, "requests expected") {
 		t.Fatalf("with defer: applied %s, deferred %q (%s)", r.Applied, r.Deferred, r.Reason)
 	}
-	hard := probe.TokensBefore * 21 / 20 // over the window less the answer's room
-	if r := run(true, hard); r.Applied == AppliedNone || r.Deferred != "" {
+	if r := run(true, window, near); r.Applied == AppliedNone || r.Deferred != "" {
+		t.Errorf("the hard limit expected before the session ends: applied %s, deferred %q", r.Applied, r.Deferred)
+	}
+	hard := n * 21 / 20 // over the window less the answer's room
+	if r := run(true, hard, hard/10); r.Applied == AppliedNone || r.Deferred != "" {
 		t.Errorf("at the hard limit: applied %s, deferred %q", r.Applied, r.Deferred)
 	}
 }
@@ -236,5 +256,47 @@ func TestEagerBriefs(t *testing.T) {
 	}
 	if briefs == 0 || firstDigest < 0 {
 		t.Fatalf("%d briefs, first full digest at %d of %d changes", briefs, firstDigest, len(res.Report.Changes))
+	}
+}
+
+// TestEagerFrontierMovesRarely: with selective.eager a conversation under
+// the threshold moves its digest frontier — re-writing the cached tail
+// after it — by the cost model's stride, not every other request: each
+// move must carry several requests' growth of newly aged outputs.
+func TestEagerFrontierMovesRarely(t *testing.T) {
+	sess, _ := corpus.Synthetic(5, 300_000)
+	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+		return ModelLimits{Window: 128_000, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+	prev := 0 // tokens the previous request forwarded
+	requests, moves := 0, 0
+	for _, n := range sess.TurnEnds() {
+		b, err := sess.Request("gpt-4o", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.TokensBefore > 96_000 {
+			break // over the threshold: not eager's stride alone
+		}
+		if prev > 0 {
+			requests++
+			// The cache serves the previous request as a prefix unless
+			// an edit moved into it.
+			if res.Report.CacheRead < prev*97/100 {
+				moves++
+			}
+		}
+		prev = res.Report.TokensAfter
+	}
+	if requests < 30 {
+		t.Fatalf("only %d requests under the threshold", requests)
+	}
+	t.Logf("the digest frontier moved on %d of %d requests", moves, requests)
+	if moves == 0 || moves*4 > requests {
+		t.Errorf("the digest frontier moved on %d of %d requests, want some and at most a quarter", moves, requests)
 	}
 }

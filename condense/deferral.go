@@ -12,8 +12,9 @@ import (
 // not written yet; it saves, on each of the requests expected to follow,
 // the reads of the tokens it removed. It dry-runs the condensation (no
 // summarizer call, nothing written) to know both. At the hard limit — the
-// window less the room the answer needs — it never defers. It returns why
-// it defers.
+// window less the room the answer needs — it never defers, nor when the
+// conversation, growing as it has, is expected to get there before it
+// ends. It returns why it defers.
 func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bool) {
 	b := e.budgets(rq)
 	if rq.in.Total >= b.hard {
@@ -47,6 +48,13 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 	// session's end is unknown (a bust paid for a session that then ends
 	// is the loss defer exists to avoid).
 	requests := horizon(len(rq.conv.steps)) / 2
+	// A conversation expected to reach the hard limit before it ends
+	// must condense there anyway: deferring would only move the bust
+	// later, onto a larger request, and read the tokens it removes on
+	// every request meanwhile.
+	if toHard := float64(b.hard-rq.in.Total) / growth(rq.received()); toHard < requests {
+		return "", false
+	}
 	saves := requests * p.read * float64(rq.in.Total-after.Total)
 	if saves >= cost {
 		return "", false

@@ -90,7 +90,11 @@ func (e *Engine) frontierStrideOf(ctx context.Context, rq *job, b budgets, tail 
 	}
 	return e.decide(ctx, rq, decisionFrontier, func() int {
 		s := pricesOf(rq.limits).frontierStride(tail, growth(rq.received()))
-		return min(max(s, b.window/100), max(b.limit-b.target, b.window/50))
+		// At most the gap between the threshold and the target, also
+		// while the request is under the threshold (selective.eager):
+		// bounding it by a fiftieth of the window there moved the
+		// frontier, and busted the cache, every other request.
+		return min(max(s, b.window/100), max(b.trigger-b.target, b.window/50))
 	})
 }
 
@@ -117,10 +121,11 @@ func (e *Engine) budgets(rq *job) budgets {
 	// the window).
 	room := min(max(rq.limits.MaxOutput, 0), w/4)
 	return budgets{
-		target: target,
-		limit:  limit,
-		window: int(float64(w) / f),
-		hard:   int(float64(w-room) / f),
+		target:  target,
+		trigger: trigger,
+		limit:   limit,
+		window:  int(float64(w) / f),
+		hard:    int(float64(w-room) / f),
 		// auto's summaries stand where a window's marker would: a small
 		// budget, a thirty-second of the window at most.
 		cutSummary: max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
@@ -134,6 +139,7 @@ func (e *Engine) budgets(rq *job) budgets {
 // budgets of a condensation, in tokens.
 type budgets struct {
 	target     int // condense down to this when a cut has to move
+	trigger    int // the threshold
 	limit      int // a condensed request may grow up to this before a cut moves
 	window     int
 	hard       int // the window less the room the answer needs

@@ -79,9 +79,11 @@ func (e *Engine) eagerMinTokens(rq *job) int {
 // briefRatio: with eager digests, outputs that are not logs lose their
 // digest for a brief (what its marker line says) once they are this many
 // frontier strides behind the frontier; the brief boundary moves on a
-// grid that many strides wide, so it busts the cache rarely. 3 was the
-// cheapest of 3, 6 and 12 on the bill suite (BENCHMARKS.md).
-const briefRatio = 3
+// grid that many strides wide. 1 was the cheapest of 1, 2, 3, 6 and 12 on
+// the bill suite (BENCHMARKS.md) once the frontier's stride is bounded by
+// the threshold's gap rather than a fiftieth of the window: a brief then
+// rides on the frontier's own bust, one stride behind it.
+const briefRatio = 1
 
 // briefBefore returns the index in msgs before which outputs get briefs
 // (selective.eager), 0 for none: the point of a grid briefRatio frontier

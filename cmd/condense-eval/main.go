@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +119,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	// The planner plans for the bill the report leads with: the model is
 	// priced Anthropic-style (cache reads 0.1, writes 1.25, 5 minutes).
 	cfg.Model = &config.ModelConfig{Encoding: "o200k_base", SafetyFactor: 1, CacheRead: 0.1, CacheWrite: 1.25, CacheTTL: 5 * time.Minute}
-	known := eval.Modes
+	// Sessions given as arguments may be run in the opt-in modes too.
+	known := append(slices.Clone(eval.Modes), eval.BillModes...)
 	if *suite == "bill" {
 		known = eval.BillModes
 	}
@@ -129,6 +131,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 				if m.Name == strings.TrimSpace(name) {
 					cfg.Modes = append(cfg.Modes, m)
 					found = true
+					break
 				}
 			}
 			if !found {
