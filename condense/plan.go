@@ -90,11 +90,15 @@ func (e *Engine) frontierStrideOf(ctx context.Context, rq *job, b budgets, tail 
 	}
 	return e.decide(ctx, rq, decisionFrontier, func() int {
 		s := pricesOf(rq.limits).frontierStride(tail, growth(rq.received()))
-		// At most the gap between the threshold and the target, also
-		// while the request is under the threshold (selective.eager):
-		// bounding it by a fiftieth of the window there moved the
-		// frontier, and busted the cache, every other request.
-		return min(max(s, b.window/100), max(b.trigger-b.target, b.window/50))
+		// At most the gap between the limit and the target. Eager
+		// digests under the threshold get the threshold's gap too:
+		// bounded by a fiftieth of the window there, the frontier
+		// moved, and busted the cache, every other request.
+		gap := b.limit - b.target
+		if e.opts.SelectiveEager && !rq.over {
+			gap = b.trigger - b.target
+		}
+		return min(max(s, b.window/100), max(gap, b.window/50))
 	})
 }
 

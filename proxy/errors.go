@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 )
 
 // StatusClientClosed is the status recorded (never sent) when the client
@@ -28,46 +27,18 @@ func statusFor(err error) int {
 	}
 }
 
-// writeError writes an error body in the shape of the request's API:
-// Anthropic's on the Messages routes, OpenAI's elsewhere.
+// writeError writes an error body in the shape of the request's API: its
+// route's codec's (logRequests records it), OpenAI's when none is known.
 func writeError(w http.ResponseWriter, r *http.Request, status int, typ, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	var body []byte
-	if r != nil && isMessagesPath(r.URL.Path) {
-		body, _ = json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": anthropicType(status, typ), "message": msg}})
+	if c := info(r.Context()).codec; c != nil {
+		body = c.Error(status, typ, msg)
 	} else {
-		body, _ = json.Marshal(map[string]any{"error": map[string]any{
-			"message": msg, "type": typ, "param": nil, "code": nil,
-		}})
+		body, _ = json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
 	}
 	w.Write(body)
-}
-
-// isMessagesPath reports whether path is one of Anthropic's Messages routes
-// (whose clients read Anthropic's error shape).
-func isMessagesPath(path string) bool {
-	path = strings.TrimSuffix(path, "/")
-	return strings.HasSuffix(path, "/messages") || strings.HasSuffix(path, "/messages/count_tokens") ||
-		strings.HasSuffix(path, "/messages/batches")
-}
-
-// anthropicType is the Anthropic error type of a status.
-func anthropicType(status int, typ string) string {
-	switch status {
-	case http.StatusRequestEntityTooLarge:
-		return "request_too_large"
-	case http.StatusUnauthorized:
-		return "authentication_error"
-	case http.StatusNotFound:
-		return "not_found_error"
-	case http.StatusBadGateway, http.StatusGatewayTimeout:
-		return "api_error"
-	}
-	if typ == "invalid_request_error" {
-		return typ
-	}
-	return "api_error"
 }
 
 // upstreamError is the ReverseProxy's ErrorHandler: every failure to get

@@ -13,6 +13,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/memory"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 type ctxKey struct{}
@@ -24,6 +25,7 @@ const maxPathShown = 512
 // handlers fill it; logRequests writes it.
 type reqInfo struct {
 	route       string
+	codec       view.Codec // of the route's API: the shape of its errors
 	status      int
 	report      *condense.Report
 	mode        string
@@ -49,7 +51,7 @@ func info(ctx context.Context) *reqInfo {
 func (p *Proxy) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &reqInfo{}
+		ri := &reqInfo{codec: p.codecOf(r)}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		defer func() {
 			rec := recover()

@@ -158,6 +158,10 @@ type Proxy struct {
 	log     *slog.Logger
 	metrics *Metrics
 	router  chi.Router
+	// codecs maps an API route's pattern to its codec; fallback is the
+	// codec of every other route's errors (OpenAI's shape).
+	codecs   map[string]view.Codec
+	fallback view.Codec
 	// inflight bounds the requests being condensed.
 	inflight slots
 	// bodies bounds the memory of their bodies.
@@ -298,18 +302,26 @@ func New(o Options) *Proxy {
 	r.Get("/healthz", p.healthz)
 	r.Get("/readyz", p.readyz)
 	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
-	chatRoute := p.condensing("chat", o.Codecs.Chat)
-	r.Post("/v1/chat/completions", chatRoute)
-	r.Post("/chat/completions", chatRoute)
-	responsesRoute := p.condensing("responses", o.Codecs.Responses)
-	r.Post("/v1/responses", responsesRoute)
-	r.Post("/responses", responsesRoute)
-	messagesRoute := p.condensing("messages", o.Codecs.Messages)
-	r.Post("/v1/messages", messagesRoute)
-	r.Post("/messages", messagesRoute)
-	countRoute := p.counting("messages-count", o.Codecs.Messages)
-	r.Post("/v1/messages/count_tokens", countRoute)
-	r.Post("/messages/count_tokens", countRoute)
+	// The APIs' routes, each with its codec: what it condenses, and the
+	// shape of every error it answers itself (logRequests finds it).
+	p.codecs = map[string]view.Codec{}
+	api := func(method string, h http.Handler, c view.Codec, paths ...string) {
+		for _, path := range paths {
+			if method == "" {
+				r.Handle(path, h)
+			} else {
+				r.Method(method, path, h)
+			}
+			p.codecs[path] = c
+		}
+	}
+	api(http.MethodPost, p.condensing("chat", o.Codecs.Chat), o.Codecs.Chat, "/v1/chat/completions", "/chat/completions")
+	api(http.MethodPost, p.condensing("responses", o.Codecs.Responses), o.Codecs.Responses, "/v1/responses", "/responses")
+	api(http.MethodPost, p.condensing("messages", o.Codecs.Messages), o.Codecs.Messages, "/v1/messages", "/messages")
+	api(http.MethodPost, p.counting("messages-count", o.Codecs.Messages), o.Codecs.Messages, "/v1/messages/count_tokens", "/messages/count_tokens")
+	// Message batches pass through, answering in Anthropic's shape.
+	api("", http.HandlerFunc(p.passthrough), o.Codecs.Messages, "/v1/messages/batches", "/v1/messages/batches/*", "/messages/batches", "/messages/batches/*")
+	p.fallback = o.Codecs.Chat
 	r.Get("/v1/condense/originals/{id}", p.originals)
 	if o.UI != nil {
 		r.Handle("/ui", o.UI)
@@ -319,6 +331,22 @@ func New(o Options) *Proxy {
 	r.MethodNotAllowed(p.passthrough)
 	p.router = r
 	return p
+}
+
+// codecOf returns the codec of the API whose route r takes — found
+// before any middleware answers, so that every error of a route, a
+// refused key included, takes its API's shape — or the fallback. A route
+// asked with another method than its own still has its API's codec.
+func (p *Proxy) codecOf(r *http.Request) view.Codec {
+	for _, method := range []string{r.Method, http.MethodPost} {
+		rctx := chi.NewRouteContext()
+		if p.router.Match(rctx, method, r.URL.Path) {
+			if c, ok := p.codecs[rctx.RoutePattern()]; ok {
+				return c
+			}
+		}
+	}
+	return p.fallback
 }
 
 // ServeHTTP implements http.Handler.

@@ -920,3 +920,46 @@ type condenserFunc func(context.Context, condense.Request) (condense.Result, err
 func (f condenserFunc) Condense(ctx context.Context, req condense.Request) (condense.Result, error) {
 	return f(ctx, req)
 }
+
+// TestErrorShapeByRoute: an error the proxy answers itself — here a
+// refused key, before any handler runs — takes the shape of the route's
+// API, as its codec writes it: Anthropic's on the Messages routes and
+// their batches, OpenAI's on chat completions, Responses and elsewhere.
+func TestErrorShapeByRoute(t *testing.T) {
+	h := newHarness(t, nil, func(o *Options) { o.AuthKeys = []string{"k"} })
+	for _, tc := range []struct {
+		method, path string
+		anthropic    bool
+	}{
+		{"POST", "/v1/messages", true},
+		{"POST", "/messages", true},
+		{"POST", "/v1/messages/count_tokens", true},
+		{"GET", "/v1/messages/batches/msgbatch_1", true},
+		{"POST", "/v1/messages/batches", true},
+		{"GET", "/v1/messages", true}, // another method than the route's
+		{"POST", "/v1/chat/completions", false},
+		{"POST", "/v1/responses", false},
+		{"GET", "/v1/models", false},
+	} {
+		req, _ := http.NewRequest(tc.method, h.proxy.URL+tc.path, strings.NewReader(`{}`))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Type  string
+			Error struct{ Type, Message string }
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("%s %s: status %d, %v", tc.method, tc.path, resp.StatusCode, err)
+		}
+		if got := v.Type == "error" && v.Error.Type == "authentication_error"; got != tc.anthropic {
+			t.Errorf("%s %s: Anthropic's shape %v, want %v (%+v)", tc.method, tc.path, got, tc.anthropic, v)
+		}
+		if !tc.anthropic && (v.Type != "" || v.Error.Type != "invalid_request_error" || v.Error.Message == "") {
+			t.Errorf("%s %s: not OpenAI's shape: %+v", tc.method, tc.path, v)
+		}
+	}
+}

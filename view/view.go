@@ -201,6 +201,10 @@ type Codec interface {
 	// Splice returns r.Body with e applied to its items array; every
 	// other byte stays as it was.
 	Splice(r *Request, e Edit) ([]byte, error)
+	// Error returns the error body this format's clients read, for an
+	// answer the proxy gives itself (status, an OpenAI-style error type,
+	// a message).
+	Error(status int, typ, msg string) []byte
 }
 
 // Finisher is an optional capability of a Codec: a last adjustment of a

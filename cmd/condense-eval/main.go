@@ -64,13 +64,16 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, formats 
 					return fmt.Errorf("--lengths: %q is not a positive number", l)
 				}
 				// The opt-in modes where their goals are set: defer at 1×,
-				// eager at 2.5×; the 10× sessions in the four main modes.
+				// eager at 2.5×, the relevant-context block at 10× (where
+				// auto's summaries have dropped facts it could bring back).
 				modes := []string{"off", "full", "selective", "auto"}
 				switch x {
 				case 1:
 					modes = append(modes, "full-defer", "selective-defer", "auto-defer")
 				case 2.5:
 					modes = append(modes, "selective-eager")
+				case 10:
+					modes = append(modes, "auto-relevant")
 				}
 				for _, seed := range []int{1, 2} {
 					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%d:%d", seed, chars(x)), Window: window, Length: x, Modes: modes})

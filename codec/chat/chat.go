@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -194,3 +195,7 @@ func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 	}
 	return view.SpliceArray(r, r.Array, e), nil
 }
+
+// Error implements view.Codec: the error body chat completions clients read
+// (OpenAI's).
+func (*Codec) Error(status int, typ, msg string) []byte { return apierror.OpenAI(typ, msg) }

@@ -27,6 +27,7 @@ package messages
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -145,4 +146,30 @@ func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 		return nil, errors.New("messages: no messages array to splice")
 	}
 	return view.SpliceArray(r, r.Array, e), nil
+}
+
+// Error implements view.Codec: Anthropic's error body, its type named
+// by status where Anthropic names one (typ otherwise, when it is one of
+// Anthropic's).
+func (*Codec) Error(status int, typ, msg string) []byte {
+	b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]any{"type": errorType(status, typ), "message": msg}})
+	return b
+}
+
+// errorType is the Anthropic error type of a status.
+func errorType(status int, typ string) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusBadGateway, http.StatusGatewayTimeout:
+		return "api_error"
+	}
+	if typ == "invalid_request_error" {
+		return typ
+	}
+	return "api_error"
 }

@@ -424,4 +424,5 @@ var BillModes = []Mode{
 	{Name: "full-defer", Header: "full", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 	{Name: "selective-defer", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 	{Name: "auto-defer", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
+	{Name: "auto-relevant", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Memory.RelevantContext = true }},
 }
