@@ -33,6 +33,9 @@ const (
 	MaxQueryBytes = 1000
 	// maxHits is how many items a query answer lists at most.
 	maxHits = 5
+	// maxRelevant is how many steps the relevant-context block lists at
+	// most (each cut to its key lines).
+	maxRelevant = 20
 )
 
 // validID is what ids of originals, summaries and steps look like.
@@ -126,14 +129,16 @@ func (m *Memory) recallQuery(ctx context.Context, scope, conversation, query str
 	}
 	r.Outcome = OutcomeFound
 	head := fmt.Sprintf("%s: %d result(s) for %q%s from this conversation's condensed-away history, best first.", ToolName, len(hits), clip(query, 200), note)
-	r.Answer, r.Items = m.renderFor(head, hits, budget, query)
+	r.Answer, r.Items = m.renderFor(head, hits, budget, query, 0)
 	return r
 }
 
 // excerpt cuts text to about room tokens: its first line, then the lines
 // that hold the most of query's terms (rarest first), in their order,
 // with "[…]" where lines were left out; without a query, its start.
-func (m *Memory) excerpt(text, query string, room int) string {
+// keyed puts the step's key lines first (keyLines) instead of its first
+// line: what the relevant-context block carries of each step.
+func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
 	if room <= 0 {
 		return ""
 	}
@@ -156,18 +161,24 @@ func (m *Memory) excerpt(text, query string, room int) string {
 	for i := range order {
 		order[i] = i
 	}
-	if len(qs) > 0 {
-		sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
-	}
 	keep := map[int]bool{0: true}
 	used := m.opts.Count(lines[0])
+	if keyed {
+		for _, i := range keyLines(lines) {
+			score[i] += keyWeight
+		}
+		keep, used = map[int]bool{}, 0
+	}
+	if len(qs) > 0 || keyed {
+		sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	}
 	for _, i := range order {
-		if keep[i] || len(qs) > 0 && score[i] == 0 {
+		if keep[i] || len(qs) > 0 && score[i] == 0 || keyed && score[i] < keyWeight {
 			continue
 		}
 		n := m.opts.Count(lines[i]) + 1
 		if used+n > room {
-			if len(qs) > 0 {
+			if len(qs) > 0 || keyed {
 				continue
 			}
 			break
@@ -198,17 +209,47 @@ func (m *Memory) excerpt(text, query string, room int) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
+// minSaying is the length from which an assistant's line is a key line
+// ("Run the tests." is not; "I will change x.go because…" is).
+const minSaying = 60
+
+// keyWeight ranks a key line above any line that only shares terms with
+// the query.
+const keyWeight = 8
+
+// keyLine matches a line that reports an outcome: a failing test, what a
+// runtime, compiler or test runner printed when something went wrong, a
+// test's failure message (an indented file:line:), an edit made.
+var keyLine = regexp.MustCompile(`^(?:\s*(?:--- FAIL:|FAIL:|FAILED\s|panic:|fatal error:|Traceback \(most recent call last\)|E\s{2,}\S|\w+(?:\.\w+)*(?:Error|Exception):)|\s+\S+:\d+: |\S+:\d+(?::\d+)?:\s*(?:fatal\s+)?error:|error(?:\[\w+\])?:\s)|has been (?:edited|created|written)|^\[tool call[^\]]*\] \w*(?:edit|write|create|replace|patch)\w*\(`)
+
+// keyLines returns the indexes of a step's key lines: those keyLine
+// matches, and the assistant's own words when they say more than a
+// stock phrase (the first line after an "[assistant]" marker, of at
+// least minSaying characters: what it decided and why).
+func keyLines(lines []string) []int {
+	var out []int
+	for i, l := range lines {
+		if keyLine.MatchString(l) || i > 0 && lines[i-1] == "[assistant]" && len(strings.TrimSpace(l)) >= minSaying {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // render writes hits as a recall answer within budget tokens: each item
 // in a <recalled> block naming its id and place; texts that do not fit
 // are cut (the first item's at least in part), and what was left out is
 // said.
 func (m *Memory) render(head string, hits []Hit, budget int) (string, []string) {
-	return m.renderFor(head, hits, budget, "")
+	return m.renderFor(head, hits, budget, "", 0)
 }
 
 // renderFor is render, cutting texts that do not fit to the lines that
 // best match query (all when query is empty: the text's start).
-func (m *Memory) renderFor(head string, hits []Hit, budget int, query string) (string, []string) {
+//
+// perItem, when above 0, bounds each item (so that several fit) and cuts
+// an item to its key lines first (the relevant-context block).
+func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, perItem int) (string, []string) {
 	if budget <= 0 {
 		budget = 2000
 	}
@@ -221,13 +262,19 @@ func (m *Memory) renderFor(head string, hits []Hit, budget int, query string) (s
 		open := fmt.Sprintf("<recalled id=%q kind=%q place=%q>\n", h.Item.ID, h.Item.Kind, describe(h.Item))
 		closing := "\n</recalled>\n"
 		room := budget - used - m.opts.Count(open+closing)
+		if perItem > 0 {
+			room = min(room, perItem)
+		}
 		if room < 40 {
 			fmt.Fprintf(&b, "[%d more item(s) left out to fit the answer; ask by id or narrow the query]\n", len(hits)-i)
 			break
 		}
 		text := h.Item.Text
-		if n := m.opts.Count(text); n > room {
-			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2)
+		if perItem > 0 && len(keyLines(strings.Split(text, "\n"))) > 0 {
+			// Only what the step established.
+			text = m.excerpt(text, query, room, true)
+		} else if n := m.opts.Count(text); n > room {
+			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2, perItem > 0)
 			text += fmt.Sprintf("\n[… cut to fit; recall id %s for this item alone]", h.Item.ID)
 		}
 		b.WriteString(open)
@@ -262,18 +309,25 @@ func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string
 		focus = clip(focus, 4*MaxQueryBytes)
 	}
 	var hits []Hit
-	for _, h := range m.Search(ctx, scope, conversation, focus, 4*maxHits, creds) {
+	for _, h := range m.Search(ctx, scope, conversation, focus, 4*maxRelevant, creds) {
 		if h.Item.Kind == condense.MemoryStep && h.Item.To <= before {
 			hits = append(hits, h)
-		}
-		if len(hits) == maxHits {
-			break
 		}
 	}
 	if len(hits) == 0 {
 		return ""
 	}
+	// The steps that established something — a failure, an error, an
+	// edit, a decision — first, each in the search's order: what an
+	// agent most needs back of its past.
+	sort.SliceStable(hits, func(a, b int) bool {
+		return len(keyLines(strings.Split(hits[a].Item.Text, "\n"))) > 0 && len(keyLines(strings.Split(hits[b].Item.Text, "\n"))) == 0
+	})
+	hits = hits[:min(len(hits), maxRelevant)]
 	head := "<relevant-earlier-context>\nEarlier steps of this conversation, condensed away above, that bear on the current work (best first):"
-	text, _ := m.renderFor(head, hits, budget-m.opts.Count("</relevant-earlier-context>"), focus)
+	// Each step cut to its key lines (failures, errors, edits, the
+	// assistant's decisions) within an eighth of the budget, so that
+	// many steps bring back what they established.
+	text, _ := m.renderFor(head, hits, budget-m.opts.Count("</relevant-earlier-context>"), focus, budget/8)
 	return text + "\n</relevant-earlier-context>"
 }

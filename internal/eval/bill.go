@@ -99,19 +99,26 @@ type BillGoals struct {
 	// EagerMinFacts is the least share of planted facts selective-eager
 	// keeps.
 	EagerMinFacts float64
+	// RelevantGain is how much larger a share of planted facts auto
+	// keeps with the relevant-context block (auto-relevant) than
+	// without, at least (issue 21's goal), its prefix stability still
+	// at least MinPrefix.
+	RelevantGain float64
 }
 
-// IssueGoals are the goals issue 18 sets.
+// IssueGoals are the goals issue 18 sets, and issue 21's for the
+// relevant-context block.
 var IssueGoals = BillGoals{
 	MinPrefix: 0.95, MinPrefixThinking: 0.90,
 	MaxAt25:   map[string]float64{"auto": 0.50, "full": 0.45, "selective": 0.65, "selective-eager": 0.30},
-	AutoSlack: 0.02, DeferMax: 1.0, EagerMinFacts: 0.95,
+	AutoSlack: 0.02, DeferMax: 1.0, EagerMinFacts: 0.95, RelevantGain: 0.10,
 }
 
 // CheckBill returns the rows of a bill-suite report that miss g.
 func (r *Report) CheckBill(g BillGoals) []string {
 	var out []string
 	bills := map[string]map[string]float64{} // session+format → mode → bill
+	facts := map[string]map[string]float64{} // session+format → mode → share of facts kept
 	for _, row := range r.Rows {
 		if row.Mode == "off" || row.Length == 0 {
 			continue
@@ -137,11 +144,26 @@ func (r *Report) CheckBill(g BillGoals) []string {
 		if row.Mode == "selective-eager" && row.LastLost > 0 {
 			out = append(out, fmt.Sprintf("%s: last message lost in %d requests", id, row.LastLost))
 		}
+		if row.Mode == "auto-relevant" && row.PrefixStability < g.MinPrefix {
+			out = append(out, fmt.Sprintf("%s: prefix stability %.3f < %.2f", id, row.PrefixStability, g.MinPrefix))
+		}
 		key := row.Session + "\x00" + row.Format
 		if bills[key] == nil {
 			bills[key] = map[string]float64{}
+			facts[key] = map[string]float64{}
 		}
 		bills[key][row.Mode] = row.BillAnthropic
+		if row.FactsSeen > 0 {
+			facts[key][row.Mode] = float64(row.FactsKept) / float64(row.FactsSeen)
+		}
+	}
+	for key, f := range facts {
+		plain, ok := f["auto"]
+		with, okR := f["auto-relevant"]
+		if ok && okR && with < plain+g.RelevantGain {
+			session, format, _ := strings.Cut(key, "\x00")
+			out = append(out, fmt.Sprintf("%s [%s] auto-relevant: planted facts kept %.1f%%, auto %.1f%%: a gain under %.0f points", session, format, 100*with, 100*plain, 100*g.RelevantGain))
+		}
 	}
 	for key, b := range bills {
 		if !strings.HasSuffix(key, "\x00chat") {
