@@ -17,7 +17,7 @@ func BenchmarkCondenseCached(b *testing.B) {
 	body, _ := sess.Request("gpt-4o", 0)
 	e := newEngine(128000, nil, Options{Summarizer: "extractive"})
 	ctx := context.Background()
-	res, err := e.Condense(ctx, Request{Body: body, Scope: "s"})
+	res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: body, Scope: "s"})
 	if err != nil || res.Report.Applied != AppliedFull {
 		b.Fatalf("warm-up: %v %+v", err, res.Report)
 	}
@@ -27,7 +27,7 @@ func BenchmarkCondenseCached(b *testing.B) {
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, _ = e.Condense(ctx, Request{Body: body, Scope: "s"})
+		res, _ = e.Condense(ctx, Request{Codec: chatCodec, Body: body, Scope: "s"})
 		total += time.Since(t0)
 		if res.Report.Cache != "hit" {
 			b.Fatalf("cache %q", res.Report.Cache)
@@ -45,7 +45,7 @@ func BenchmarkCondenseSelective(b *testing.B) {
 	body, _ := sess.Request("gpt-4o", 0)
 	e := newEngine(262144, nil, Options{SelectiveEnabled: true})
 	ctx := context.Background()
-	res, err := e.Condense(ctx, Request{Body: body, Scope: "s", Mode: ModeSelective})
+	res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: body, Scope: "s", Mode: ModeSelective})
 	if err != nil || res.Report.Applied != AppliedSelective {
 		b.Fatalf("warm-up: %v %+v", err, res.Report)
 	}
@@ -55,7 +55,7 @@ func BenchmarkCondenseSelective(b *testing.B) {
 	var times []time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, _ = e.Condense(ctx, Request{Body: body, Scope: "s", Mode: ModeSelective})
+		res, _ = e.Condense(ctx, Request{Codec: chatCodec, Body: body, Scope: "s", Mode: ModeSelective})
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()

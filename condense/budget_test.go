@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/cache"
-	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
@@ -47,9 +46,9 @@ func TestCallBudget(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := &countingSummarizer{}
-			e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(256 << 20), Summarizer: sum},
+			e := New(Deps{Counter: counter, Models: limits(32000), Cache: cache.NewMemory(256 << 20), Summarizer: sum},
 				Options{ChunkTokens: 4000, MaxSummarizerCalls: tc.budget})
-			res, err := e.Condense(context.Background(), Request{Body: body(t, session(3, tc.steps)), Scope: "s", Mode: ModeFull})
+			res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, session(3, tc.steps)), Scope: "s", Mode: ModeFull})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,9 +79,9 @@ func TestSummaryCallsFitTheSummaryModel(t *testing.T) {
 		return ModelLimits{Window: 64000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	})
 	sum := &countingSummarizer{}
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: models, Cache: cache.NewMemory(256 << 20), Summarizer: sum},
+	e := New(Deps{Counter: counter, Models: models, Cache: cache.NewMemory(256 << 20), Summarizer: sum},
 		Options{SummaryModel: "gpt-4", ChunkTokens: 12000, MaxSummarizerCalls: 1000})
-	res, err := e.Condense(context.Background(), Request{Body: body(t, session(5, 150)), Scope: "s", Mode: ModeFull})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, session(5, 150)), Scope: "s", Mode: ModeFull})
 	if err != nil || res.Report.Applied != AppliedFull {
 		t.Fatalf("err %v, report %+v", err, res.Report.Reason)
 	}
@@ -105,9 +104,9 @@ func TestSummariesKeyedByThePrompt(t *testing.T) {
 	b := body(t, session(9, 120))
 	run := func(prompt string) int32 {
 		sum := &countingSummarizer{}
-		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: shared, Summarizer: sum},
+		e := New(Deps{Counter: counter, Models: limits(32000), Cache: shared, Summarizer: sum},
 			Options{ChunkTokens: 4000, MaxSummarizerCalls: 1000, Prompt: prompt})
-		if _, err := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull}); err != nil {
+		if _, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull}); err != nil {
 			t.Fatal(err)
 		}
 		e.Close(context.Background())
@@ -146,7 +145,7 @@ func TestCloseCancelsBackgroundWork(t *testing.T) {
 	// Under the threshold (0.8), over the prepare threshold: summaries
 	// are written in the background.
 	msgs := session(3, 9)
-	res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Scope: "s", Mode: ModeFull})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs), Scope: "s", Mode: ModeFull})
 	if err != nil || res.Report.Applied != AppliedNone || res.Report.TokensBefore <= 32000*3/10 {
 		t.Fatalf("setup: %v, applied %s, %d tokens", err, res.Report.Applied, res.Report.TokensBefore)
 	}
@@ -212,12 +211,12 @@ func TestPrepareOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logs := &messages{}
-			e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20),
+			e := New(Deps{Counter: counter, Models: limits(32000), Cache: cache.NewMemory(64 << 20),
 				Summarizer: tc.sum, Logger: slog.New(logs)}, Options{ChunkTokens: 4000, PrepareThreshold: 0.3, MaxSummarizerCalls: 100})
 			defer e.Close(context.Background())
 			send := func(msgs []map[string]any) {
 				t.Helper()
-				res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Scope: "s", Mode: ModeFull})
+				res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs), Scope: "s", Mode: ModeFull})
 				if err != nil || res.Report.Applied != AppliedNone || res.Report.TokensBefore <= 32000*3/10 {
 					t.Fatalf("setup: %v, applied %s, %d tokens", err, res.Report.Applied, res.Report.TokensBefore)
 				}
@@ -243,7 +242,7 @@ func TestPrepareOnce(t *testing.T) {
 			for k := 10; k < 40; k++ {
 				e.bg.Wait()
 				longer := session(3, k)
-				res, err := e.Condense(context.Background(), Request{Body: body(t, longer), Scope: "s", Mode: ModeFull, CountOnly: true})
+				res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, longer), Scope: "s", Mode: ModeFull, CountOnly: true})
 				if err != nil || res.Report.TokensBefore > 32000*8/10 {
 					break
 				}

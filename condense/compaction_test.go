@@ -31,7 +31,7 @@ func TestAgentCompactionLinksTheNextConversation(t *testing.T) {
 		{"a second new conversation", body(t, other), "a", "", false},
 	}
 	for _, s := range steps {
-		res, err := e.Condense(context.Background(), Request{Body: s.body, Mode: ModeAuto, Scope: s.scope})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: s.body, Mode: ModeAuto, Scope: s.scope})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,7 +96,7 @@ func newEngine(window int, sum Summarizer, opts Options) *Engine {
 	if opts.MaxSummarizerCalls == 0 {
 		opts.MaxSummarizerCalls = 1000
 	}
-	return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(window), Cache: cache.NewMemory(256 << 20), Summarizer: sum}, opts)
+	return New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(256 << 20), Summarizer: sum}, opts)
 }
 
 func TestChunkBoundariesStableAsSessionGrows(t *testing.T) {
@@ -138,7 +138,7 @@ func TestPlanKeepsPairsHeadAndTail(t *testing.T) {
 	msgs := session(3, 120)
 	b := body(t, msgs)
 	e := newEngine(128000, nil, Options{Summarizer: "extractive"})
-	res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestPlanKeepsPairsHeadAndTail(t *testing.T) {
 func TestHierarchyBoundsSummaries(t *testing.T) {
 	msgs := session(4, 250)
 	e := newEngine(64000, nil, Options{Summarizer: "extractive", ChunkTokens: 1500, SummaryBudgetTokens: 2000})
-	res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs), Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestTruncateMode(t *testing.T) {
 	msgs := session(5, 60)
 	b := body(t, msgs)
 	e := newEngine(16000, nil, Options{Summarizer: "extractive"})
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeTruncate, Force: true, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeTruncate, Force: true, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestTruncateMode(t *testing.T) {
 func TestUnderThresholdUntouched(t *testing.T) {
 	b := body(t, session(6, 5))
 	e := newEngine(128000, nil, Options{})
-	res, _ := e.Condense(context.Background(), Request{Body: b})
+	res, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b})
 	if &res.Body[0] != &b[0] || res.Report.Applied != AppliedNone {
 		t.Fatal("under-threshold body not returned as is")
 	}
@@ -228,7 +228,7 @@ func TestTooLargeForwardedUnchanged(t *testing.T) {
 	msgs := []map[string]any{{"role": "user", "content": strings.Repeat("word ", 30000)}, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}}
 	b := body(t, msgs)
 	e := newEngine(8000, nil, Options{})
-	res, _ := e.Condense(context.Background(), Request{Body: b})
+	res, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b})
 	if res.Report.Applied != AppliedNone || string(res.Body) != string(b) || res.Report.Degraded == "" {
 		t.Fatalf("report %+v", res.Report)
 	}
@@ -259,7 +259,7 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 			f := &failing{mode: mode}
 			e := newEngine(16000, f, Options{ChunkTokens: 2000, SummaryBudgetTokens: 2000, SummaryTimeout: 50 * time.Millisecond})
 			b := body(t, session(7, 50))
-			res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s"})
+			res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +269,7 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 			validate(t, res.Body)
 			first := f.calls.Load()
 			// The failing summarizer is not retried on the next request.
-			e.Condense(context.Background(), Request{Body: b, Scope: "s"})
+			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 			if f.calls.Load() != first {
 				t.Errorf("summarizer called again within the negative-cache window (%d -> %d)", first, f.calls.Load())
 			}
@@ -291,12 +291,12 @@ func TestSingleflight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.Condense(context.Background(), Request{Body: b, Scope: "s"})
+			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 		}()
 	}
 	wg.Wait()
 	e.Close(context.Background())
-	res, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s"})
+	res, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 	if res.Report.Cache != "hit" {
 		t.Errorf("cache %q after warm-up", res.Report.Cache)
 	}
@@ -321,7 +321,7 @@ func TestSingleflight(t *testing.T) {
 		soloCalls.Add(1)
 		return "summary of " + textHash(in.Text), nil
 	}), Options{ChunkTokens: 4000})
-	solo.Condense(context.Background(), Request{Body: b, Scope: "s"})
+	solo.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 	solo.Close(context.Background())
 	if got, want := int(calls.Load()), int(soloCalls.Load()); got != want {
 		t.Errorf("%d summarizer calls for 6 concurrent requests, %d for one alone: concurrent requests duplicated work", got, want)
@@ -365,13 +365,13 @@ func TestSharedSummaryOutlivesTheFirstClient(t *testing.T) {
 	first, leave := context.WithCancel(context.Background())
 	firstDone := make(chan error, 1)
 	go func() {
-		_, err := e.Condense(first, Request{Body: b, Scope: "s", Mode: ModeFull})
+		_, err := e.Condense(first, Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull})
 		firstDone <- err
 	}()
 	<-sum.started
 	second := make(chan Result, 1)
 	go func() {
-		res, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+		res, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull})
 		second <- res
 	}()
 	for waiting(&e.flight, firstKey(e)) < 2 {
@@ -389,7 +389,7 @@ func TestSharedSummaryOutlivesTheFirstClient(t *testing.T) {
 	if n := sum.cancelled.Load(); n != 0 {
 		t.Errorf("%d summarizer calls cancelled by the client that left", n)
 	}
-	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
 		t.Error("a client leaving counted as a summarizer failure")
 	}
 }
@@ -415,16 +415,16 @@ func TestBackOffIsPerCallerAndModel(t *testing.T) {
 	})
 	e := newEngine(32000, sum, Options{ChunkTokens: 4000, NegativeTTL: time.Hour})
 	b := body(t, session(8, 120))
-	bad, _ := e.Condense(context.Background(), Request{Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
+	bad, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
 	if !strings.Contains(bad.Report.Degraded, "summarizer failed") {
 		t.Fatalf("bad key: %+v", bad.Report)
 	}
 	before := calls.Load()
-	again, _ := e.Condense(context.Background(), Request{Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
+	again, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
 	if calls.Load() != before || !strings.Contains(again.Report.Degraded, "recently failing") {
 		t.Fatalf("the failing caller was not backed off: %d more calls, %+v", calls.Load()-before, again.Report)
 	}
-	good, _ := e.Condense(context.Background(), Request{Body: b, Scope: "good", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer good"}}})
+	good, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "good", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer good"}}})
 	if good.Report.Degraded != "" || calls.Load() == before {
 		t.Fatalf("another caller was degraded by the first one's failures: %+v", good.Report)
 	}
@@ -436,14 +436,14 @@ func TestSlotWaitIsNotAFailure(t *testing.T) {
 	// Hold the only slot.
 	e.summarizeSem <- struct{}{}
 	b := body(t, session(8, 120))
-	res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(res.Report.Degraded, "busy") {
 		t.Fatalf("degraded %q, want the summarizer busy", res.Report.Degraded)
 	}
-	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
 		t.Fatal("waiting for a slot counted as a summarizer failure")
 	}
 	if sum.calls.Load() != 0 {
@@ -456,7 +456,7 @@ func TestMaxWaitGoesOnWithWhatIsReady(t *testing.T) {
 	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	e := newEngine(32000, sum, Options{ChunkTokens: 4000, MaxWait: 20 * time.Millisecond})
 	b := body(t, session(8, 120))
-	res, err := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,11 +470,11 @@ func TestMaxWaitGoesOnWithWhatIsReady(t *testing.T) {
 	if sum.cancelled.Load() != 0 {
 		t.Fatal("the summarizer call was cancelled when the request stopped waiting")
 	}
-	if e.backingOff(&job{req: Request{Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
 		t.Fatal("max_wait counted as a summarizer failure")
 	}
 	calls := sum.calls.Load()
-	next, _ := e.Condense(context.Background(), Request{Body: b, Scope: "s", Mode: ModeFull})
+	next, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s", Mode: ModeFull})
 	if next.Report.Cache == "miss" || next.Report.Cache == "" {
 		t.Errorf("the late summary was not cached: cache %q", next.Report.Cache)
 	}
@@ -507,7 +507,7 @@ func TestSelectiveLLMDigests(t *testing.T) {
 	e := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
 	sess, _ := corpus.Synthetic(33, 420_000)
 	b, _ := sess.Request("gpt-4o", 0)
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestSelectiveLLMDigests(t *testing.T) {
 	if first == 0 || res.Report.Calls == 0 {
 		t.Fatal("the summarizer was not asked for digests")
 	}
-	again, _ := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	again, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if calls.Load() != first || string(again.Body) != string(res.Body) {
 		t.Errorf("digests not reused: %d more calls, same body %v", calls.Load()-first, string(again.Body) == string(res.Body))
 	}
@@ -527,14 +527,14 @@ func TestSelectiveLLMDigests(t *testing.T) {
 	// still goes.
 	fail.Store(true)
 	e2 := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm", NegativeTTL: time.Nanosecond})
-	res2, err := e2.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	res2, err := e2.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil || res2.Report.Applied == AppliedNone || strings.Contains(string(res2.Body), "LLM digest") || !strings.Contains(string(res2.Body), "condense-proxy digest") {
 		t.Fatalf("fallback: err %v report %+v", err, res2.Report)
 	}
 	// The fallback digests were not kept as if they were the LLM's: once
 	// the summarizer is back, the next request gets LLM digests.
 	fail.Store(false)
-	res3, err := e2.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	res3, err := e2.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil || !strings.Contains(string(res3.Body), "LLM digest") {
 		t.Fatalf("after the summarizer recovered: err %v, LLM digests %v", err, strings.Contains(string(res3.Body), "LLM digest"))
 	}
@@ -550,7 +550,7 @@ func TestLLMDigestsSharedAcrossRequests(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 		}()
 	}
 	<-sum.started
@@ -562,7 +562,7 @@ func TestLLMDigestsSharedAcrossRequests(t *testing.T) {
 	solo := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	close(solo.release)
 	one := newEngine(128000, solo, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})
-	one.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	one.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if got, want := sum.calls.Load(), solo.calls.Load(); got != want || want == 0 {
 		t.Errorf("4 concurrent requests made %d digest calls; one alone makes %d", got, want)
 	}
@@ -575,10 +575,10 @@ func TestCountOnlyHasNoSideEffects(t *testing.T) {
 		return "## Task and intent\n- canned", nil
 	})
 	mem := cache.NewMemory(256 << 20)
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: mem, Summarizer: sum}, Options{MaxSummarizerCalls: 1000})
+	e := New(Deps{Counter: counter, Models: limits(32000), Cache: mem, Summarizer: sum}, Options{MaxSummarizerCalls: 1000})
 	b := body(t, session(5, 150))
 	for _, mode := range []string{ModeFull, ModeAuto, ModeSelective, ModeTruncate} {
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s", CountOnly: true})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: mode, Scope: "s", CountOnly: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -596,11 +596,11 @@ func TestCountOnlyHasNoSideEffects(t *testing.T) {
 	}
 	// The same request for real: the summarizer is called, and a count
 	// made afterwards equals what was forwarded.
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeFull, Scope: "s"})
 	if err != nil || calls.Load() == 0 {
 		t.Fatalf("real request: err %v, %d summarizer calls", err, calls.Load())
 	}
-	count, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s", CountOnly: true})
+	count, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeFull, Scope: "s", CountOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,10 +625,10 @@ func (c *countingCache) Set(ctx context.Context, key string, v []byte, ttl time.
 func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {
 	summaries := &countingCache{Memory: cache.NewMemory(64 << 20)}
 	originals := &countingCache{Memory: cache.NewMemory(64 << 20)}
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: summaries, Originals: originals}, Options{Summarizer: "extractive", SelectiveEnabled: true})
+	e := New(Deps{Counter: counter, Models: limits(32000), Cache: summaries, Originals: originals}, Options{Summarizer: "extractive", SelectiveEnabled: true})
 	b := body(t, session(5, 150))
 	for _, mode := range []string{ModeSelective, ModeFull, ModeTruncate} {
-		first, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+		first, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: mode, Scope: "s"})
 		if err != nil || len(first.Report.Changes) == 0 {
 			t.Fatalf("%s: err %v, %d changes", mode, err, len(first.Report.Changes))
 		}
@@ -636,7 +636,7 @@ func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {
 		if writes == 0 {
 			t.Fatalf("%s: no original written", mode)
 		}
-		again, _ := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+		again, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: mode, Scope: "s"})
 		if !bytes.Equal(again.Body, first.Body) {
 			t.Fatalf("%s: the same request condensed differently", mode)
 		}
@@ -694,9 +694,9 @@ func TestNewestStepIsNeverDropped(t *testing.T) {
 		for _, mode := range []string{ModeAuto, ModeFull, ModeSelective, ModeTruncate} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				mem := cache.NewMemory(64 << 20)
-				e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: mem}, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 4000})
+				e := New(Deps{Counter: counter, Models: limits(32000), Cache: mem}, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 4000})
 				b := body(t, msgs)
-				res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+				res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: mode, Scope: "s"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -740,10 +740,10 @@ func TestNewestStepThatCannotFitIsForwarded(t *testing.T) {
 	msgs := append(session(4, 10), map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": []map[string]any{{"id": "r", "type": "function",
 		"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
 		map[string]any{"role": "tool", "tool_call_id": "r", "content": bigFile(130000)})
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+	e := New(Deps{Counter: counter, Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
 		Options{Summarizer: "extractive", SelectiveEnabled: true, Selective: selective.Options{ExcludeTools: []string{"read_file"}}})
 	b := body(t, msgs)
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeTruncate, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeTruncate, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -762,10 +762,10 @@ func TestSelectiveKeepsItsDigestsWhenTheWindowOmitsNothing(t *testing.T) {
 		call("b", "pinned"), {"role": "tool", "tool_call_id": "b", "content": bigFile(45000)},
 		call("c", "pinned"), {"role": "tool", "tool_call_id": "c", "content": bigFile(45000)},
 	}
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+	e := New(Deps{Counter: counter, Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
 		Options{Summarizer: "extractive", SelectiveEnabled: true, Selective: selective.Options{KeepRecentToolOutputs: -1, ExcludeTools: []string{"pinned"}}})
 	b := body(t, msgs)
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -778,24 +778,24 @@ func TestSelectiveKeepsItsDigestsWhenTheWindowOmitsNothing(t *testing.T) {
 func TestPrefixReused(t *testing.T) {
 	e := newEngine(128000, nil, Options{Summarizer: "extractive"})
 	msgs := session(2, 40)
-	first, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:20]), Scope: "s"})
+	first, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs[:20]), Scope: "s"})
 	if first.Report.PrefixReused != -1 {
 		t.Fatalf("first request: reused %d, want -1 (unknown)", first.Report.PrefixReused)
 	}
 	// The agent appends: everything sent before is reused.
-	next, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:30]), Scope: "s"})
+	next, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs[:30]), Scope: "s"})
 	if r := next.Report; r.PrefixReused != first.Report.TokensAfter {
 		t.Errorf("append-only: reused %d of %d (previous %d)", r.PrefixReused, r.TokensAfter, first.Report.TokensAfter)
 	}
 	// Another caller with the same conversation knows nothing of it.
-	other, _ := e.Condense(context.Background(), Request{Body: body(t, msgs[:30]), Scope: "t"})
+	other, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs[:30]), Scope: "t"})
 	if other.Report.PrefixReused != -1 {
 		t.Errorf("another scope: reused %d", other.Report.PrefixReused)
 	}
 	// An edited early message breaks the prefix there.
 	edited := append([]map[string]any{}, msgs[:31]...)
 	edited[3] = map[string]any{"role": edited[3]["role"], "tool_call_id": edited[3]["tool_call_id"], "content": "changed"}
-	br, _ := e.Condense(context.Background(), Request{Body: body(t, edited), Scope: "s"})
+	br, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, edited), Scope: "s"})
 	if br.Report.PrefixReused <= 0 || br.Report.PrefixReused >= next.Report.TokensAfter/2 {
 		t.Errorf("edited message 3: reused %d of %d", br.Report.PrefixReused, br.Report.TokensAfter)
 	}
@@ -815,7 +815,7 @@ func TestCutsMoveInStrides(t *testing.T) {
 			breaks, condensed, first := 0, 0, 0
 			for _, n := range sess.TurnEnds() {
 				b, _ := sess.Request("gpt-4o", n)
-				res, err := e.Condense(context.Background(), Request{Body: b, Mode: mode, Scope: "s"})
+				res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: mode, Scope: "s"})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -865,7 +865,7 @@ func TestNextFoldPreparedAhead(t *testing.T) {
 	prev := ""
 	for _, n := range sess.TurnEnds() {
 		b, _ := sess.Request("gpt-4o", n)
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeFull, Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeFull, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -906,9 +906,9 @@ func TestNewestOutputDigestedLast(t *testing.T) {
 			map[string]any{"role": "tool", "tool_call_id": id, "content": content})
 		newest = content
 	}
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
+	e := New(Deps{Counter: counter, Models: limits(32000), Cache: cache.NewMemory(64 << 20)},
 		Options{Summarizer: "extractive", SelectiveEnabled: true})
-	res, err := e.Condense(context.Background(), Request{Body: body(t, msgs), Mode: ModeTruncate, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs), Mode: ModeTruncate, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -935,11 +935,11 @@ func TestBackOffSharedByReplicas(t *testing.T) {
 	})
 	shared := cache.NewMemory(64 << 20)
 	mk := func() *Engine {
-		return New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(32000), Cache: shared, Summarizer: sum}, Options{ChunkTokens: 4000, NegativeTTL: time.Hour, MaxSummarizerCalls: 1000})
+		return New(Deps{Counter: counter, Models: limits(32000), Cache: shared, Summarizer: sum}, Options{ChunkTokens: 4000, NegativeTTL: time.Hour, MaxSummarizerCalls: 1000})
 	}
 	a, b := mk(), mk()
 	body := body(t, session(8, 120))
-	req := Request{Body: body, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}}
+	req := Request{Codec: chatCodec, Body: body, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}}
 	if res, _ := a.Condense(context.Background(), req); !strings.Contains(res.Report.Degraded, "summarizer failed") {
 		t.Fatalf("replica a: %+v", res.Report)
 	}
@@ -964,7 +964,7 @@ func TestAutoSummariesStayWhileTheCutDoes(t *testing.T) {
 	prevDigests := 0
 	for _, n := range sess.TurnEnds() {
 		b, _ := sess.Request("gpt-4o", n)
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeAuto, Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeAuto, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1000,5 +1000,22 @@ func TestAutoSummariesStayWhileTheCutDoes(t *testing.T) {
 	}
 	if compared == 0 || frontierMoved == 0 {
 		t.Fatalf("%d requests kept a cut, %d of them with new digests: the session tests nothing", compared, frontierMoved)
+	}
+}
+
+// chatCodec is the codec of the tests' chat-completions requests.
+var chatCodec = chat.New(counter)
+
+// TestNoCodec: a request that names no codec is forwarded as received
+// (the engine has no default format), saying why.
+func TestNoCodec(t *testing.T) {
+	e := New(Deps{Counter: counter, Models: limits(1000)}, Options{})
+	b := body(t, session(4, 40))
+	res, err := e.Condense(context.Background(), Request{Body: b, Force: true, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(res.Body, b) || res.Report.Applied != AppliedNone || !strings.Contains(res.Report.Reason, "no codec") {
+		t.Errorf("applied %s (%s)", res.Report.Applied, res.Report.Reason)
 	}
 }

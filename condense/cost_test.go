@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/condense-proxy/condense-proxy/cache"
-	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -93,12 +92,12 @@ func TestBillEstimates(t *testing.T) {
 	// moving it here is no race.
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC).UnixNano())
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 		return ModelLimits{Window: 1_000_000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1, CacheTTL: 5 * time.Minute}
 	}), Cache: cache.NewMemory(64 << 20), Now: func() time.Time { return time.Unix(0, now.Load()) }}, Options{})
 	msgs := session(4, 30)
 	send := func(n int) Report {
-		res, err := e.Condense(context.Background(), Request{Body: body(t, msgs[:n]), Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body(t, msgs[:n]), Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,9 +132,9 @@ func TestEagerDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, eager := range []bool{false, true} {
-		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: limits(1_000_000), Cache: cache.NewMemory(64 << 20)},
+		e := New(Deps{Counter: counter, Models: limits(1_000_000), Cache: cache.NewMemory(64 << 20)},
 			Options{SelectiveEnabled: true, SelectiveEager: eager, Selective: selective.Options{KeepRecentToolOutputs: 5}})
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,11 +180,11 @@ func TestDefer(t *testing.T) {
 	b := body(t, msgs)
 	// room is the answer's: the window less it is the hard limit.
 	run := func(deferOn bool, window, room int) Report {
-		e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+		e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: room}
 		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn,
 			Selective: selective.Options{KeepRecentToolOutputs: 3}})
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,10 +223,10 @@ func TestEagerBriefs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 		return ModelLimits{Window: 2_000_000, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, MinSavingsTokens: 12000})
-	res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 	if err != nil || res.Report.Applied != AppliedSelective {
 		t.Fatalf("err %v, applied %s (%s)", err, res.Report.Applied, res.Report.Reason)
 	}
@@ -265,7 +264,7 @@ func TestEagerBriefs(t *testing.T) {
 // move must carry several requests' growth of newly aged outputs.
 func TestEagerFrontierMovesRarely(t *testing.T) {
 	sess, _ := corpus.Synthetic(5, 300_000)
-	e := New(Deps{Counter: counter, Codec: chat.New(counter), Models: ModelsFunc(func(string) ModelLimits {
+	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 		return ModelLimits{Window: 128_000, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
 	prev := 0 // tokens the previous request forwarded
@@ -275,7 +274,7 @@ func TestEagerFrontierMovesRarely(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := e.Condense(context.Background(), Request{Body: b, Mode: ModeSelective, Scope: "s"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}

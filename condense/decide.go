@@ -38,9 +38,6 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	}
 	codec := req.Codec
 	if codec == nil {
-		codec = e.codec
-	}
-	if codec == nil {
 		r.Reason = "no codec for this request; forwarded unchanged"
 		return res, fwd, in, nil
 	}

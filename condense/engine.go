@@ -249,7 +249,8 @@ func (o *Options) defaults() {
 // Request is one request to condense.
 type Request struct {
 	Body []byte
-	// Codec reads and writes the body's wire format; nil: Deps.Codec.
+	// Codec reads and writes the body's wire format (the route's); nil:
+	// the request is forwarded unchanged.
 	Codec view.Codec
 	Mode  string // one of the Mode constants; "" means ModeAuto
 	Force bool   // condense even under the threshold
@@ -376,7 +377,6 @@ type Engine struct {
 	opts       Options
 	log        *slog.Logger
 	now        func() time.Time
-	codec      view.Codec
 	originals  Cache
 	written    *recentSet // originals written lately, not written again
 	prefixes   *prefixLog // each conversation's last forwarded request
@@ -405,10 +405,9 @@ type Engine struct {
 // Deps are the Engine's collaborators; all but Counter and Models may be
 // nil (no cache: nothing is kept between requests; no summarizer: the
 // extractive summaries; no observer: no metrics; no logger: slog.Default;
-// no codec: every Request names its own).
+// every Request names its codec).
 type Deps struct {
 	Counter *tokenizer.Counter
-	Codec   view.Codec // for requests that name none
 	// Originals keeps what condensing replaced, apart from the summaries
 	// so large originals never push summaries out; nil: Cache.
 	Originals  Cache
@@ -442,7 +441,7 @@ func New(d Deps, opts Options) *Engine {
 	e := &Engine{
 		sel:     selective.New(opts.Selective, count, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
-		observer: d.Observer, opts: opts, log: d.Logger, codec: d.Codec, now: d.Now,
+		observer: d.Observer, opts: opts, log: d.Logger, now: d.Now,
 		prepareSem:   make(chan struct{}, opts.PrepareConcurrency),
 		summarizeSem: make(chan struct{}, opts.SummarizerConcurrency),
 	}

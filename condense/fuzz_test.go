@@ -67,7 +67,7 @@ func FuzzCondense(f *testing.F) {
 		}
 		json.Unmarshal(body, &in)
 		validIn := fakeupstream.Validate(in.Messages) == nil
-		res, err := e.Condense(context.Background(), Request{Body: body, Mode: modes[int(mode)%len(modes)], Force: mode&8 != 0, Scope: "f"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: body, Mode: modes[int(mode)%len(modes)], Force: mode&8 != 0, Scope: "f"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func FuzzCondenseRaw(f *testing.F) {
 			return
 		}
 		in := append([]byte(nil), body...)
-		res, err := e.Condense(context.Background(), Request{Body: in, Mode: modes[int(mode)%len(modes)], Force: mode&8 != 0, Scope: "f"})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: in, Mode: modes[int(mode)%len(modes)], Force: mode&8 != 0, Scope: "f"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func TestSearchQuality(t *testing.T) {
 			probes, hits := 0, 0
 			for seed := int64(1); seed <= 3; seed++ {
 				mem := New(cache.NewMemory(256<<20), Options{})
-				e := condense.New(condense.Deps{Counter: counter, Codec: chat.New(counter), Cache: cache.NewMemory(256 << 20), Memory: mem,
+				e := condense.New(condense.Deps{Counter: counter, Cache: cache.NewMemory(256 << 20), Memory: mem,
 					Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 						return condense.ModelLimits{Window: 32000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 					})}, condense.Options{Summarizer: "extractive", SelectiveEnabled: true})
@@ -59,7 +59,7 @@ func TestSearchQuality(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					res, err := e.Condense(ctx, condense.Request{Body: body, Mode: mode, Scope: "scope"})
+					res, err := e.Condense(ctx, condense.Request{Codec: chat.New(counter), Body: body, Mode: mode, Scope: "scope"})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -129,7 +129,7 @@ func TestRelevantContext(t *testing.T) {
 			if on {
 				opts.RelevantTokens = 1500
 			}
-			e := condense.New(condense.Deps{Counter: counter, Codec: chat.New(counter), Cache: cache.NewMemory(256 << 20), Memory: mem,
+			e := condense.New(condense.Deps{Counter: counter, Cache: cache.NewMemory(256 << 20), Memory: mem,
 				Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 					return condense.ModelLimits{Window: 32000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 				})}, opts)
@@ -138,7 +138,7 @@ func TestRelevantContext(t *testing.T) {
 			seen := 0
 			for _, n := range s.TurnEnds() {
 				body, _ := s.Request("gpt-4o", n)
-				res, err := e.Condense(ctx, condense.Request{Body: body, Mode: condense.ModeAuto, Scope: "scope"})
+				res, err := e.Condense(ctx, condense.Request{Codec: chat.New(counter), Body: body, Mode: condense.ModeAuto, Scope: "scope"})
 				if err != nil {
 					t.Fatal(err)
 				}

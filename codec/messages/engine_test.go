@@ -25,7 +25,6 @@ func newEngine(window int, o condense.Options) (*condense.Engine, *Codec) {
 	}
 	e := condense.New(condense.Deps{
 		Counter: sharedCounter,
-		Codec:   c,
 		Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 			return condense.ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 		}),

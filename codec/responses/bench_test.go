@@ -31,7 +31,7 @@ func BenchmarkCondenseCached(b *testing.B) {
 	body := sessionOfSize(31, 1_000_000)
 	e, _ := newEngine(128000, condense.Options{SelectiveEnabled: true})
 	ctx := context.Background()
-	req := condense.Request{Body: body, Scope: "s", Mode: condense.ModeFull}
+	req := condense.Request{Codec: New(sharedCounter), Body: body, Scope: "s", Mode: condense.ModeFull}
 	res, err := e.Condense(ctx, req)
 	if err != nil || res.Report.Applied != condense.AppliedFull {
 		b.Fatalf("warm-up: %v %+v", err, res.Report)
@@ -60,7 +60,7 @@ func BenchmarkCondenseSelective(b *testing.B) {
 	body := sessionOfSize(32, 1_000_000)
 	e, c := newEngine(262144, condense.Options{SelectiveEnabled: true})
 	ctx := context.Background()
-	req := condense.Request{Body: body, Scope: "s", Mode: condense.ModeSelective}
+	req := condense.Request{Codec: New(sharedCounter), Body: body, Scope: "s", Mode: condense.ModeSelective}
 	res, err := e.Condense(ctx, req)
 	if err != nil || res.Report.Applied != condense.AppliedSelective {
 		b.Fatalf("warm-up: %v %+v", err, res.Report)

@@ -26,7 +26,6 @@ func newEngine(window int, o condense.Options) (*condense.Engine, *Codec) {
 	}
 	e := condense.New(condense.Deps{
 		Counter: sharedCounter,
-		Codec:   c,
 		Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 			return condense.ModelLimits{Window: window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 		}),
@@ -79,7 +78,7 @@ func TestCondensedSessionsAreValid(t *testing.T) {
 						continue
 					}
 					body := codexBody(items[:k])
-					res, err := e.Condense(context.Background(), condense.Request{Body: body, Mode: mode, Scope: "test"})
+					res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body, Mode: mode, Scope: "test"})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -145,7 +144,7 @@ func TestPairingErrorsForwardUnchanged(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, _ := newEngine(16000, condense.Options{SelectiveEnabled: true})
 			body := codexBody(tc.items)
-			res, err := e.Condense(context.Background(), condense.Request{Body: body, Mode: condense.ModeFull})
+			res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body, Mode: condense.ModeFull})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +160,7 @@ func TestPairingErrorsForwardUnchanged(t *testing.T) {
 func TestUntouchableThroughEngine(t *testing.T) {
 	e, _ := newEngine(16000, condense.Options{SelectiveEnabled: true})
 	body := bytes.Replace(codexBody(codexSession(5, 40)), []byte(`"store":false`), []byte(`"store":true,"previous_response_id":"resp_abc"`), 1)
-	res, err := e.Condense(context.Background(), condense.Request{Body: body})
+	res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +182,7 @@ func TestReplayKeepsPrefixStable(t *testing.T) {
 	same, pairs := 0, 0
 	for _, k := range validEnds(items) {
 		body := codexBody(items[:k])
-		res, err := e.Condense(context.Background(), condense.Request{Body: body, Mode: condense.ModeFull, Scope: "s"})
+		res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body, Mode: condense.ModeFull, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +224,7 @@ func TestClearToolInputs(t *testing.T) {
 	}, items[5:]...)...)
 	e, _ := newEngine(30000, condense.Options{SelectiveEnabled: true, Selective: selective.Options{ClearToolInputs: true, MinToolOutputTokens: 100}})
 	body := codexBody(items)
-	res, err := e.Condense(context.Background(), condense.Request{Body: body, Mode: condense.ModeSelective, Force: true})
+	res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body, Mode: condense.ModeSelective, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +257,7 @@ func TestNewestStepShrunk(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e, _ := newEngine(32000, condense.Options{SelectiveEnabled: true})
 			body := codexBody(items)
-			res, err := e.Condense(context.Background(), condense.Request{Body: body, Mode: mode})
+			res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: body, Mode: mode})
 			if err != nil {
 				t.Fatal(err)
 			}

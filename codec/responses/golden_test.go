@@ -96,7 +96,7 @@ func TestGoldenModes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e, _ := newEngine(30000, condense.Options{SelectiveEnabled: true, ChunkTokens: 2000, SummaryBudgetTokens: 1500, KeepRecentTurns: 2,
 				Selective: selective.Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200, ClearToolInputs: true}})
-			res, err := e.Condense(context.Background(), condense.Request{Body: in, Mode: mode, Force: true, Scope: "golden"})
+			res, err := e.Condense(context.Background(), condense.Request{Codec: New(sharedCounter), Body: in, Mode: mode, Force: true, Scope: "golden"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -380,7 +380,6 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 	}
 	deps := condense.Deps{
 		Counter:    a.Counter,
-		Codec:      a.Codecs.Chat,
 		Originals:  a.Originals,
 		Models:     models,
 		Cache:      a.Cache,
