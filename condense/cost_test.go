@@ -299,3 +299,39 @@ func TestEagerFrontierMovesRarely(t *testing.T) {
 		t.Errorf("the digest frontier moved on %d of %d requests, want some and at most a quarter", moves, requests)
 	}
 }
+
+// TestEagerLeavesShortConversations: eager digests are edits the threshold
+// does not force, so a conversation too short for them to repay their
+// busts — a few steps, a large file read among them — is forwarded as
+// received; one that has gone on long enough is digested.
+func TestEagerLeavesShortConversations(t *testing.T) {
+	conv := func(steps int) []byte {
+		msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the handler."}}
+		for i := 0; i < steps; i++ {
+			id := fmt.Sprintf("c%d", i)
+			out, say := "ok", strings.Repeat("Looking at what the handler does with the request next. ", 30)
+			if i%4 == 0 {
+				out, say = bigFile(16000), "Reading."
+			}
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
+				"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
+				map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+		}
+		return body(t, msgs)
+	}
+	for _, tc := range []struct {
+		steps  int
+		digest bool
+	}{{12, false}, {60, true}} {
+		e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
+			return ModelLimits{Window: 128_000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+		}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: conv(tc.steps), Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Report.Applied == AppliedSelective; got != tc.digest {
+			t.Errorf("%d steps (%d tokens): digested %v, want %v (%s)", tc.steps, res.Report.TokensBefore, got, tc.digest, res.Report.Reason)
+		}
+	}
+}

@@ -172,6 +172,9 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 			point, acc = i+1, 0
 		}
 	}
+	if e.opts.SelectiveEager && !rq.over {
+		point = e.eagerPoint(rq, msgs, stride, step)
+	}
 	rq.frontier = point
 	first := c.head
 	if point < len(c.steps) {
@@ -184,6 +187,74 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 	}
 	return len(msgs)
 }
+
+// eagerPoint returns the frontier of eager digests under the threshold:
+// the last grid point up to step whose move paid when it became possible
+// — when the keep_recent_tool_outputs-th output after it arrived: the
+// tokens its digests remove, read on every request expected to follow
+// then, outweigh re-writing what follows the previous frontier (the cost
+// model's test of an edit of cached history). Each point's test reads
+// only the conversation as it was then, so the frontier is the same on
+// every later request and replica, and it never moves back. A short
+// conversation is left as it is: its digests would not repay their busts.
+func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, stride, step int) int {
+	c := rq.conv
+	grid := rq.gridTokens()
+	p := pricesOf(rq.limits)
+	keep := max(e.sel.KeepRecent(), 1)
+	least := e.eagerMinTokens(rq)
+	outs := make([]int, len(c.steps))       // tool outputs per step
+	digestible := make([]int, len(c.steps)) // tokens of those a digest may shrink
+	si := 0
+	for _, m := range msgs {
+		for si < len(c.steps) && m.Item >= c.steps[si].end {
+			si++
+		}
+		if si == len(c.steps) {
+			break
+		}
+		if m.Role == "tool" {
+			outs[si]++
+			if m.Tokens >= least && !m.Frozen {
+				digestible[si] += m.Tokens
+			}
+		}
+	}
+	frontier, acc := 0, 0
+	for q := 0; q < step; q++ {
+		if acc += grid[q]; acc < stride {
+			continue
+		}
+		acc = 0
+		g := q + 1 // a grid point: the steps before it may be digested
+		at, n := len(c.steps), 0
+		for s := g; s < len(c.steps); s++ {
+			if n += outs[s]; n >= keep {
+				at = s + 1
+				break
+			}
+		}
+		saved, tail := 0, 0
+		for s := frontier; s < g; s++ {
+			saved += digestible[s]
+		}
+		for s := frontier; s < at; s++ {
+			tail += grid[s]
+		}
+		// Half the usual horizon, as defer has it: an edit the
+		// threshold does not force must pay even if the session ends
+		// sooner than it has lasted.
+		removed := digestShare * float64(saved)
+		if removed*p.read*horizon(at)/2 > (p.write-p.read)*max(float64(tail)-removed, 0) {
+			frontier = g
+		}
+	}
+	return frontier
+}
+
+// digestShare is about how much of a large output its digest removes
+// (the planner's estimate before the digests are made).
+const digestShare = 0.75
 
 // truncateBody windows body (the request, possibly already digested).
 func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budgets, r *Report) ([]byte, error) {
