@@ -1,18 +1,21 @@
 // Package agents runs real coding agents — Claude Code (Anthropic
-// Messages) and Codex (OpenAI Responses) — headless and offline against a
-// local upstream, for the end-to-end tests of condense-proxy.
+// Messages), Codex (OpenAI Responses) and qwen-code (chat completions) —
+// headless and offline against a local upstream, for the end-to-end tests
+// of condense-proxy.
 //
-// The pinned versions (ClaudeCodeVersion, CodexVersion) are installed from
-// npm by .ci/run into Dir(); Find looks there, then at the
-// CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN overrides' targets and PATH.
+// The pinned versions (ClaudeCodeVersion, CodexVersion, QwenCodeVersion)
+// are installed from npm by .ci/run into Dir(); Find looks at the
+// CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN / CONDENSE_QWEN_BIN overrides'
+// targets, then there, then on PATH.
 // Require turns a missing agent into a skipped test, or a failed one in
 // CI (testenv.InCI).
 //
 // A test starts an in-process proxy (internal/harness) in front of the
-// strict Messages or Responses fake (internal/fakeupstream) driven by a
-// Script, puts a Front recorder around the proxy, writes large files into
-// a scratch work directory (WriteFiles) and runs the agent with
-// ClaudeCommand or CodexCommand: the script makes the agent read one file
+// strict Messages or Responses fake (internal/fakeupstream), or the
+// tests' strict chat-completions fake, driven by a Script, puts a Front
+// recorder around the proxy, writes large files into a scratch work
+// directory (WriteFiles) and runs the agent with ClaudeCommand,
+// CodexCommand or QwenCommand: the script makes the agent read one file
 // per step, and the recorders tell what the agent sent, what the proxy
 // answered and what the upstream received.
 package agents
@@ -34,12 +37,14 @@ import (
 const (
 	ClaudeCodeVersion = "2.1.197" // npm @anthropic-ai/claude-code
 	CodexVersion      = "0.169.0" // npm @openai/codex
+	QwenCodeVersion   = "0.24.4"  // npm @qwen-code/qwen-code
 )
 
 // Agent names, as their binaries are called.
 const (
 	Claude = "claude"
 	Codex  = "codex"
+	Qwen   = "qwen"
 )
 
 // Dir is where .ci/run installs the pinned agents (an npm prefix):
@@ -61,8 +66,8 @@ func envOverride(name string) string {
 	return "CONDENSE_" + strings.ToUpper(name) + "_BIN"
 }
 
-// Find returns the path of an agent's binary (Claude or Codex): the file
-// $CONDENSE_CLAUDE_BIN / $CONDENSE_CODEX_BIN names, else
+// Find returns the path of an agent's binary (Claude, Codex or Qwen): the
+// file $CONDENSE_CLAUDE_BIN / $CONDENSE_CODEX_BIN / $CONDENSE_QWEN_BIN names, else
 // Dir()/node_modules/.bin/<name>, else <name> on PATH.
 func Find(name string) (string, error) {
 	if p := os.Getenv(envOverride(name)); p != "" {
@@ -83,8 +88,11 @@ func Find(name string) (string, error) {
 }
 
 func npmPackage(name string) string {
-	if name == Codex {
+	switch name {
+	case Codex:
 		return "@openai/codex@" + CodexVersion
+	case Qwen:
+		return "@qwen-code/qwen-code@" + QwenCodeVersion
 	}
 	return "@anthropic-ai/claude-code@" + ClaudeCodeVersion
 }
@@ -120,8 +128,8 @@ func Version(bin string) (string, error) {
 	return line, nil
 }
 
-// baseEnv is the environment both agents run with: PATH (the codex
-// launcher is a node script), a scratch HOME, and nothing else — no
+// baseEnv is the environment every agent runs with: PATH (the codex and
+// qwen launchers are node scripts), a scratch HOME, and nothing else — no
 // HTTP(S)_PROXY, which would send loopback requests elsewhere, and no
 // credentials of the machine's user.
 func baseEnv(home string) []string {
@@ -217,6 +225,67 @@ func CodexCommand(o CodexOptions) *exec.Cmd {
 	codexHome := filepath.Join(o.Home, ".codex")
 	os.MkdirAll(codexHome, 0o700)
 	cmd.Env = append(baseEnv(o.Home), "CODEX_HOME="+codexHome, "FAKE_KEY="+o.APIKey)
+	cmd.Env = append(cmd.Env, o.Env...)
+	return cmd
+}
+
+// QwenOptions configures a qwen-code run.
+type QwenOptions struct {
+	Bin     string // from Require(t, Qwen)
+	BaseURL string // the proxy's base URL including /v1 (OPENAI_BASE_URL)
+	Home    string // scratch HOME; settings in Home/.qwen/settings.json
+	Workdir string
+	Prompt  string
+	// Model; default "qwen3-coder-plus" (a 1M-token window to qwen-code,
+	// so it leaves condensing to the proxy).
+	Model string
+	// APIKey, sent as Authorization: Bearer; default "sk-test".
+	APIKey string
+	// Extra arguments (before the prompt) and environment entries.
+	Args, Env []string
+}
+
+// QwenSettings is the user settings file QwenCommand writes: no usage
+// statistics (qwen-code otherwise reports to an Aliyun RUM host), no
+// telemetry, no update checks, and no managed auto-memory (a background
+// memory-extraction agent that sends its own chat requests after the
+// session).
+const QwenSettings = `{
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false},
+  "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false}
+}
+`
+
+// QwenCommand returns the command that runs qwen-code headless (a
+// positional prompt is a one-shot run) against an OpenAI-compatible
+// provider: `qwen --auth-type openai --model M --approval-mode yolo
+// PROMPT` with OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL, usage
+// statistics off (QWEN_USAGE_STATISTICS_ENABLED=false and QwenSettings,
+// which it writes to Home/.qwen/settings.json) and stdin from /dev/null.
+func QwenCommand(o QwenOptions) *exec.Cmd {
+	if o.Model == "" {
+		o.Model = "qwen3-coder-plus"
+	}
+	if o.APIKey == "" {
+		o.APIKey = "sk-test"
+	}
+	args := []string{"--auth-type", "openai", "--model", o.Model, "--approval-mode", "yolo"}
+	args = append(args, o.Args...)
+	args = append(args, o.Prompt)
+	cmd := exec.Command(o.Bin, args...)
+	cmd.Dir = o.Workdir
+	dir := filepath.Join(o.Home, ".qwen")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(QwenSettings), 0o600)
+	cmd.Env = append(baseEnv(o.Home),
+		"OPENAI_BASE_URL="+o.BaseURL,
+		"OPENAI_API_KEY="+o.APIKey,
+		"OPENAI_MODEL="+o.Model,
+		"QWEN_USAGE_STATISTICS_ENABLED=false",
+		"QWEN_CODE_SUPPRESS_YOLO_WARNING=1",
+	)
 	cmd.Env = append(cmd.Env, o.Env...)
 	return cmd
 }

@@ -20,7 +20,9 @@ func TestCIInstallsPinnedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CLAUDE_CODE_VERSION=" + agents.ClaudeCodeVersion, "CODEX_VERSION=" + agents.CodexVersion,
-		"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION", "@openai/codex@$CODEX_VERSION", "CONDENSE_AGENTS_DIR"} {
+		"QWEN_CODE_VERSION=" + agents.QwenCodeVersion,
+		"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION", "@openai/codex@$CODEX_VERSION", "@qwen-code/qwen-code@$QWEN_CODE_VERSION",
+		`agent_ok qwen "$QWEN_CODE_VERSION"`, "CONDENSE_AGENTS_DIR"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf(".ci/run does not contain %q", want)
 		}
@@ -39,6 +41,9 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := agents.Find(agents.Claude); err == nil || !strings.Contains(err.Error(), "@anthropic-ai/claude-code@"+agents.ClaudeCodeVersion) {
 		t.Errorf("Find(claude) error %v", err)
+	}
+	if _, err := agents.Find(agents.Qwen); err == nil || !strings.Contains(err.Error(), "@qwen-code/qwen-code@"+agents.QwenCodeVersion) {
+		t.Errorf("Find(qwen) error %v", err)
 	}
 	own := filepath.Join(t.TempDir(), "my-claude")
 	os.WriteFile(own, []byte("#!/bin/sh\n"), 0o755)

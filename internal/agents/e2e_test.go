@@ -34,7 +34,7 @@ const (
 // e2e is one agent run through the proxy, with its recorders.
 type e2e struct {
 	t      *testing.T
-	format string // "messages" or "responses"
+	format string // "messages", "responses" or "chat/completions"
 	window int
 	stack  *harness.Stack
 	front  *agents.Front
@@ -66,11 +66,14 @@ func withAnswer(f func(script func([]byte) fakeupstream.Reply) func([]byte) fake
 	return func(c *e2eConfig) { c.answer = f }
 }
 
-// stepFor makes the scripted step that reads a file: Claude Code's Read or
-// Codex's exec_command cat.
+// stepFor makes the scripted step that reads a file: Claude Code's Read,
+// Codex's exec_command cat or qwen-code's read_file.
 func stepFor(format string, f agents.File) fakeupstream.Step {
-	if format == "responses" {
+	switch format {
+	case "responses":
 		return fakeupstream.Step{Name: "exec_command", Input: inputJSON(map[string]any{"cmd": "cat " + f.Path})}
+	case "chat/completions":
+		return fakeupstream.Step{Name: "read_file", Input: inputJSON(map[string]any{"file_path": f.Path})}
 	}
 	return fakeupstream.Step{Name: "Read", Input: inputJSON(map[string]any{"file_path": f.Path})}
 }
@@ -146,6 +149,14 @@ func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
 		e.stack.SetUpstream(fakeupstream.Mux(e.stack.Fake, nil, r))
 		e.received = r.Received
 		e.count = func(b []byte) int { return fakeupstream.CountResponses(counter, fakeupstream.DefaultSigner, b) }
+	case "chat/completions":
+		// The script reads a chat request as the Responses input it
+		// restates (call_ ids); the proxy's summarizer calls, on the same
+		// path, go to the stack's own fake.
+		c := &chatFake{Answer: wrap(func(b []byte) fakeupstream.Reply { return e.script.Responses(chatAsResponses(b)) }), Counter: counter}
+		e.stack.SetUpstream(c.handler(e.stack.Fake))
+		e.received = c.Received
+		e.count = func(b []byte) int { return countChat(counter, b) }
 	}
 	return e
 }

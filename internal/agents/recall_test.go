@@ -49,7 +49,9 @@ func recalling(format string, recalls *atomic.Int64) func(func([]byte) fakeupstr
 func hasRecallTool(body []byte) bool {
 	found := false
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
-		found = found || t.Get("name").String() == memory.ToolName
+		// Messages and Responses tools name themselves; chat tools in
+		// "function".
+		found = found || t.Get("name").String() == memory.ToolName || t.Get("function.name").String() == memory.ToolName
 		return !found
 	})
 	return found
@@ -64,7 +66,8 @@ func lastItem(format string, body []byte) string {
 }
 
 // withoutRecallRound is the request before the proxy appended its
-// recall round (the model's turn and the results).
+// recall round (the model's turn and the results: in Messages and chat
+// completions, two messages, as recalling makes one recall call a turn).
 func withoutRecallRound(format string, body []byte) []byte {
 	if format != "responses" {
 		out, _ := sjson.DeleteBytes(body, "messages.-1")
@@ -98,23 +101,31 @@ func TestAgentsNeverSeeTheRecallTool(t *testing.T) {
 	}{
 		{agents.Claude, "messages", claudeWindow},
 		{agents.Codex, "responses", codexWindow},
+		{agents.Qwen, "chat/completions", qwenWindow},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			bin := agents.Require(t, tc.agent)
 			var recalls atomic.Int64
 			e := newE2E(t, tc.format, tc.window, on, withAnswer(recalling(tc.format, &recalls)))
-			res := e.run(func() agents.Result {
-				if tc.agent == agents.Claude {
+			var res agents.Result
+			switch tc.agent {
+			case agents.Claude:
+				res = e.run(func() agents.Result {
 					return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
 						Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: "claude-sonnet-4-5",
 						Prompt: "Read the files of this directory one by one as the tools direct, then report.",
 					}))
-				}
-				return agents.Run(agentContext(t), agents.CodexCommand(agents.CodexOptions{
-					Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(),
-					Prompt: "Print the files of this directory one by one as the tools direct, then report.",
-				}))
-			})
+				})
+			case agents.Codex:
+				res = e.run(func() agents.Result {
+					return agents.Run(agentContext(t), agents.CodexCommand(agents.CodexOptions{
+						Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(),
+						Prompt: "Print the files of this directory one by one as the tools direct, then report.",
+					}))
+				})
+			default:
+				res = qwenRun(t, e, bin)
+			}
 			e.check(res)
 			withTool := 0
 			for _, r := range e.received() {

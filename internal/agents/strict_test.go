@@ -73,6 +73,32 @@ func TestCodexStrictUpstreamCatchesDroppedOutput(t *testing.T) {
 	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stderr)))
 }
 
+func TestQwenCodeStrictUpstreamCatchesDroppedToolMessage(t *testing.T) {
+	bin := agents.Require(t, agents.Qwen)
+	e := newE2E(t, "chat/completions", qwenWindow, withSteps(3), withTamper(func(path string, body []byte) []byte {
+		// Drop the first tool message, as a careless condenser might.
+		msgs := gjson.GetBytes(body, "messages").Array()
+		for i, m := range msgs {
+			if m.Get("role").String() == "tool" {
+				b, _ := sjson.DeleteBytes(body, "messages."+strconv.Itoa(i))
+				return b
+			}
+		}
+		return body
+	}))
+	res := qwenRun(t, e, bin)
+	bad := 0
+	for _, r := range e.received() {
+		if r.Status == 400 && strings.Contains(r.Error, "must be followed by tool messages responding to each") {
+			bad++
+		}
+	}
+	if bad == 0 || res.Err == nil {
+		t.Errorf("dropped tool message: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
+	}
+	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stdout+res.Stderr)))
+}
+
 // standIn is a naive condenser standing in for the proxy's codecs in the
 // self-tests below: it replaces the content of every tool output but the
 // newest two with a one-line digest, touching nothing else.
@@ -90,6 +116,13 @@ func standIn(format string) func(path string, body []byte) []byte {
 				})
 				return true
 			})
+		case format == "chat/completions" && path == "/v1/chat/completions":
+			gjson.GetBytes(body, "messages").ForEach(func(i, m gjson.Result) bool {
+				if m.Get("role").String() == "tool" {
+					outputs = append(outputs, "messages."+i.String()+".content")
+				}
+				return true
+			})
 		case format == "responses" && path == "/v1/responses":
 			gjson.GetBytes(body, "input").ForEach(func(i, it gjson.Result) bool {
 				if it.Get("type").String() == "function_call_output" {
@@ -105,9 +138,9 @@ func standIn(format string) func(path string, body []byte) []byte {
 	}
 }
 
-// TestAgentChecksPassWithAStandInCondenser runs both agents with the
-// stand-in condenser in front of the proxy: every check of TestClaudeCode
-// and TestCodex passes, "was condensed" included — what the real codecs
+// TestAgentChecksPassWithAStandInCondenser runs the agents with the
+// stand-in condenser in front of the proxy: every check of TestClaudeCode,
+// TestCodex and TestQwenCode passes, "was condensed" included — what the real codecs
 // must achieve.
 func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
@@ -127,5 +160,10 @@ func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
 				Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(), Prompt: "Print the files.",
 			}))
 		}))
+	})
+	t.Run("qwen", func(t *testing.T) {
+		bin := agents.Require(t, agents.Qwen)
+		e := newE2E(t, "chat/completions", qwenWindow, withTamper(standIn("chat/completions")))
+		e.check(qwenRun(t, e, bin))
 	})
 }
