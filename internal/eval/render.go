@@ -307,8 +307,8 @@ replayed; threshold ` + pct(r.Threshold) + `, target 50%; the model priced Anthr
 bill (cache reads 0.1, writes 1.25, a 5-minute cache; output 5× input), the summarizer priced like the main model
 (input 1, output 5) and answering with about 1,000 tokens that keep the transcript's facts (failing tests, errors,
 decisions, edited paths — what the built-in prompt asks a model to keep). Modes: **full**, **selective**,
-**auto**; **selective-eager** (selective.eager); **full-defer**, **selective-defer**, **auto-defer**
-(condense.defer). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
+**auto**; **selective-eager** (selective.eager, at 2.5×); **full-defer**, **selective-defer**, **auto-defer**
+(condense.defer, at 1×); **auto-relevant** (memory.relevant_context, at 10×). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
 *writes* and *summ.* are its parts (cache reads, input written, the summarizer); *avg fwd* is the average
 forwarded request; *facts* are planted facts present in a condensed request as sent and still present as
 forwarded, with the share over selectively condensed requests in brackets.
@@ -328,7 +328,7 @@ forwarded, with the share over selectively condensed requests in brackets.
 			row.Requests, row.MaxForwarded/1000, row.ForwardedAvg/1000, row.PrefixStability, row.BillAnthropic, row.BillReads, row.BillWrites, row.BillSummarizer, facts)
 	}
 	if problems := r.CheckBill(IssueGoals); len(problems) > 0 {
-		b.WriteString("\nGoals of issue 18 missed:\n\n")
+		b.WriteString("\nGoals missed (issue 18's, and issue 21's for the relevant-context block):\n\n")
 		for _, p := range problems {
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
