@@ -274,7 +274,7 @@ func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, pe
 			// Only what the step established.
 			text = m.excerpt(text, query, room, true)
 		} else if n := m.opts.Count(text); n > room {
-			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2, perItem > 0)
+			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2, false)
 			text += fmt.Sprintf("\n[… cut to fit; recall id %s for this item alone]", h.Item.ID)
 		}
 		b.WriteString(open)
