@@ -228,12 +228,29 @@ var keyLine = regexp.MustCompile(`^(?:\s*(?:--- FAIL:|FAIL:|FAILED\s|panic:|fata
 // least minSaying characters: what it decided and why).
 func keyLines(lines []string) []int {
 	var out []int
-	for i, l := range lines {
-		if keyLine.MatchString(l) || i > 0 && lines[i-1] == "[assistant]" && len(strings.TrimSpace(l)) >= minSaying {
+	for i := range lines {
+		if isKey(lines, i) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// isKey reports whether lines[i] is a key line (keyLines).
+func isKey(lines []string, i int) bool {
+	return keyLine.MatchString(lines[i]) || i > 0 && lines[i-1] == "[assistant]" && len(strings.TrimSpace(lines[i])) >= minSaying
+}
+
+// established reports whether a step's text holds a key line: whether the
+// step established something (it stops at the first).
+func established(text string) bool {
+	lines := strings.Split(text, "\n")
+	for i := range lines {
+		if isKey(lines, i) {
+			return true
+		}
+	}
+	return false
 }
 
 // render writes hits as a recall answer within budget tokens: each item
@@ -270,7 +287,7 @@ func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, pe
 			break
 		}
 		text := h.Item.Text
-		if perItem > 0 && len(keyLines(strings.Split(text, "\n"))) > 0 {
+		if perItem > 0 && established(text) {
 			// Only what the step established.
 			text = m.excerpt(text, query, room, true)
 		} else if n := m.opts.Count(text); n > room {
@@ -320,9 +337,15 @@ func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string
 	// The steps that established something — a failure, an error, an
 	// edit, a decision — first, each in the search's order: what an
 	// agent most needs back of its past.
-	sort.SliceStable(hits, func(a, b int) bool {
-		return len(keyLines(strings.Split(hits[a].Item.Text, "\n"))) > 0 && len(keyLines(strings.Split(hits[b].Item.Text, "\n"))) == 0
-	})
+	var first, rest []Hit
+	for _, h := range hits {
+		if established(h.Item.Text) {
+			first = append(first, h)
+		} else {
+			rest = append(rest, h)
+		}
+	}
+	hits = append(first, rest...)
 	hits = hits[:min(len(hits), maxRelevant)]
 	head := "<relevant-earlier-context>\nEarlier steps of this conversation, condensed away above, that bear on the current work (best first):"
 	// Each step cut to its key lines (failures, errors, edits, the
