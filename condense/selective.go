@@ -159,21 +159,19 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 			break
 		}
 	}
-	// The grid point at or before that step.
+	// The grid points before that step; the frontier is the last (for
+	// eager digests under the threshold, the last whose move paid).
 	grid := rq.gridTokens()
 	tail := 0
 	for _, t := range grid[step:] {
 		tail += t
 	}
-	stride := e.frontierStrideOf(ctx, rq, b, tail)
-	point, acc := 0, 0
-	for i := 0; i < step; i++ {
-		if acc += grid[i]; acc >= stride {
-			point, acc = i+1, 0
-		}
-	}
+	points := gridPoints(grid[:step], e.frontierStrideOf(ctx, rq, b, tail))
+	point := 0
 	if e.opts.SelectiveEager && !rq.over {
-		point = e.eagerPoint(rq, msgs, stride, step)
+		point = e.eagerPoint(rq, msgs, points)
+	} else if len(points) > 0 {
+		point = points[len(points)-1]
 	}
 	rq.frontier = point
 	first := c.head
@@ -189,7 +187,7 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 }
 
 // eagerPoint returns the frontier of eager digests under the threshold:
-// the last grid point up to step whose move paid when it became possible
+// the last of the grid points whose move paid when it became possible
 // — when the keep_recent_tool_outputs-th output after it arrived: the
 // tokens its digests remove, read on every request expected to follow
 // then, outweigh re-writing what follows the previous frontier (the cost
@@ -197,7 +195,7 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 // only the conversation as it was then, so the frontier is the same on
 // every later request and replica, and it never moves back. A short
 // conversation is left as it is: its digests would not repay their busts.
-func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, stride, step int) int {
+func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, points []int) int {
 	c := rq.conv
 	grid := rq.gridTokens()
 	p := pricesOf(rq.limits)
@@ -220,13 +218,8 @@ func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, stride, step int)
 			}
 		}
 	}
-	frontier, acc := 0, 0
-	for q := 0; q < step; q++ {
-		if acc += grid[q]; acc < stride {
-			continue
-		}
-		acc = 0
-		g := q + 1 // a grid point: the steps before it may be digested
+	frontier := 0
+	for _, g := range points { // the steps before g may be digested
 		at, n := len(c.steps), 0
 		for s := g; s < len(c.steps); s++ {
 			if n += outs[s]; n >= keep {
@@ -250,6 +243,20 @@ func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, stride, step int)
 		}
 	}
 	return frontier
+}
+
+// gridPoints returns the frontier's grid points in grid (tokens per
+// step): the step indexes after every stride tokens, the steps before
+// each one whole.
+func gridPoints(grid []int, stride int) []int {
+	var out []int
+	acc := 0
+	for i, t := range grid {
+		if acc += t; acc >= stride {
+			out, acc = append(out, i+1), 0
+		}
+	}
+	return out
 }
 
 // digestShare is about how much of a large output its digest removes
