@@ -30,13 +30,7 @@ func TestClaudeCodeStrictUpstreamCatchesEditedThinking(t *testing.T) {
 			Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Prompt: "Read the files.",
 		}))
 	})
-	rej := e.received()
-	bad := 0
-	for _, r := range rej {
-		if r.Status == 400 && strings.Contains(r.Error, "Invalid `signature` in `thinking` block") {
-			bad++
-		}
-	}
+	bad := e.rejected("Invalid `signature` in `thinking` block")
 	if bad == 0 || res.Err == nil {
 		t.Errorf("edited thinking: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
 	}
@@ -61,12 +55,7 @@ func TestCodexStrictUpstreamCatchesDroppedOutput(t *testing.T) {
 			Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(), Prompt: "Print the files.",
 		}))
 	})
-	bad := 0
-	for _, r := range e.received() {
-		if r.Status == 400 && strings.Contains(r.Error, "No tool output found for function call call_read_000") {
-			bad++
-		}
-	}
+	bad := e.rejected("No tool output found for function call call_read_000")
 	if bad == 0 || res.Err == nil {
 		t.Errorf("dropped output: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
 	}
@@ -87,12 +76,7 @@ func TestQwenCodeStrictUpstreamCatchesDroppedToolMessage(t *testing.T) {
 		return body
 	}))
 	res := qwenRun(t, e, bin)
-	bad := 0
-	for _, r := range e.received() {
-		if r.Status == 400 && strings.Contains(r.Error, "must be followed by tool messages responding to each") {
-			bad++
-		}
-	}
+	bad := e.rejected("must be followed by tool messages responding to each")
 	if bad == 0 || res.Err == nil {
 		t.Errorf("dropped tool message: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
 	}
@@ -166,4 +150,16 @@ func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
 		e := newE2E(t, "chat/completions", qwenWindow, withTamper(standIn("chat/completions")))
 		e.check(qwenRun(t, e, bin))
 	})
+}
+
+// rejected counts the requests the strict upstream refused (400) with an
+// error that says msg.
+func (e *e2e) rejected(msg string) int {
+	bad := 0
+	for _, r := range e.received() {
+		if r.Status == 400 && strings.Contains(r.Error, msg) {
+			bad++
+		}
+	}
+	return bad
 }
