@@ -530,6 +530,9 @@ type job struct {
 	headHash string
 	// eager: digests made under the threshold (selective.eager).
 	eager bool
+	// inplace, when set, is where this job's level-1 summaries may be
+	// asked in place (inplace.go).
+	inplace *inPlace
 }
 
 // received is the conversation as received (conv unless conv is a

@@ -63,7 +63,11 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		// The first reason: what a fold summarized later repeats it.
 		addDegraded(r, rq.degraded[0])
 	}
+	// Forwarded as it is, the request is where the next summaries may be
+	// asked in place: the items from rest on follow the summary verbatim.
+	base := func() *inPlace { return e.inPlaceOf(rq, rc, rest, c.head+1-rest) }
 	if rc.Total > b.limit {
+		base = func() *inPlace { return nil }
 		// The recent steps alone are over budget: keep the summary and
 		// window the verbatim steps after it.
 		out, err = e.window(ctx, rq, b, r, [][]byte{summaryMsg}, p.foldEnd)
@@ -85,7 +89,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	// a few requests' growth): its summaries are written in the
 	// background, so the request that folds finds them ready.
 	if float64(rc.Total) > float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
-		e.prepare(rq)
+		e.prepare(rq, base())
 	}
 	return out, nil
 }

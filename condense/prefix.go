@@ -102,6 +102,18 @@ func (p *prefixLog) record(key string, cur prefixEntry) (prefixEntry, bool) {
 	return *prev, true
 }
 
+// latest returns the conversation's request forwarded last (false: none
+// known).
+func (p *prefixLog) latest(key string) (prefixEntry, bool) {
+	sh := &p.shards[xxhash.Sum64String(key)%prefixShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if el, ok := sh.byKey[key]; ok {
+		return *el.Value.(*prefixEntry), true
+	}
+	return prefixEntry{}, false
+}
+
 // totals returns the conversation's uncondensed bill and summarizer
 // spending so far (0, 0: none known).
 func (p *prefixLog) totals(key string) (billed, spent float64) {

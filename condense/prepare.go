@@ -12,7 +12,10 @@ import (
 // prepare summarizes, in the background, the chunks a coming condensation
 // will need, so the request that crosses the threshold finds them cached.
 // At most PrepareConcurrency run at once; others are skipped, not queued.
-func (e *Engine) prepare(rq *job) {
+//
+// base, if not nil, is where the summaries may be asked in place: the
+// request as it is forwarded (inplace.go).
+func (e *Engine) prepare(rq *job, base *inPlace) {
 	if e.cache == nil || rq.req.CountOnly {
 		return
 	}
@@ -41,7 +44,10 @@ func (e *Engine) prepare(rq *job) {
 	in.Parsed = false
 	req := rq.req
 	req.Slot = nil // the request's place is its own, not the background's
-	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash}
+	if base != nil {
+		base = base.clone(rq.in, &in)
+	}
+	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base}
 	// Detached from the request: the agent does not wait for this, and it
 	// must finish even if this request's client leaves.
 	e.bg.Add(1)

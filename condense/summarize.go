@@ -44,6 +44,18 @@ type SummaryInput struct {
 	// "messages", "responses"): the summarizer asks the upstream in it,
 	// with the caller's credentials.
 	Format string
+	// Body, when set, is the summary asked in place (inplace.go): the
+	// request the conversation was forwarded as, in Format's API, with the
+	// instruction appended. A Summarizer that can (InPlacer) sends it as
+	// it is, and falls back to the plain call (Prompt, Text) when it
+	// fails; others ignore it.
+	Body []byte
+}
+
+// InPlacer is an optional capability of a Summarizer: it can send a
+// SummaryInput's Body, a request of the given format.
+type InPlacer interface {
+	InPlace(format string) bool
 }
 
 // UserPrompt is the summarizer's user message for in.
@@ -64,7 +76,9 @@ func UserPrompt(in SummaryInput) string {
 // (one call per key at a time), else the extractive fallback. decorate, if
 // not nil, is applied to a new summary before it is cached (so its cost is
 // paid once). degraded says why the fallback was used.
-func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, prevHash, previous string,
+// span, for a level-1 summary, is the items [from, to) of the conversation
+// as received it summarizes (it may be asked in place: inplace.go).
+func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, contentHash, prevHash, previous string,
 	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded string, err error) {
 	if decorate == nil {
 		decorate = func(s string) string { return s }
@@ -113,10 +127,18 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
 		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Format: rq.codec.Format(),
 	})
+	price := -1.0
+	if level == 1 && span[1] > 0 {
+		if body, p, ok := e.askInPlace(rq, span[0], span[1], in); ok {
+			in.Body, price = body, p
+		}
+	}
 	s, callErr := e.shared(ctx, rq, key, in, decorate)
 	if callErr == nil {
-		rq.spent += float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous)) +
-			summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
+		if price < 0 {
+			price = float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous))
+		}
+		rq.spent += price + summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
 	}
 	if callErr != nil {
 		if ctx.Err() != nil {
@@ -479,7 +501,7 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		// later must not make a new summary (a bust at the cut).
 		content := rq.received().hashMessages(from, to)
 		it := summaryItem{level: 1, index: i, from: from, to: to, id: content}
-		text, cached, degraded, err := e.summary(ctx, rq, 1, content, prevHash, prev, func() string {
+		text, cached, degraded, err := e.summary(ctx, rq, 1, [2]int{from, to}, content, prevHash, prev, func() string {
 			return rq.conv.transcript(from, to)
 		}, func() string {
 			return fitSummary(rq.conv.extractive(from, to), e.summaryTokens(rq))
@@ -534,7 +556,7 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		level := group[0].level + 1
 		content := textHash(strings.Join(ids, ","))
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
-		text, cached, degraded, err := e.summary(ctx, rq, level, content, "", "", func() string { return joined }, func() string {
+		text, cached, degraded, err := e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
 			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq))
 		}, nil)
 		if err != nil {

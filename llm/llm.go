@@ -37,6 +37,11 @@ type Call struct {
 	// for the reasoning it counts, and no temperature (they take only the
 	// default). Otherwise max_tokens and temperature 0.
 	Reasoning bool
+	// Body, if set, is the whole request, built by the caller in the
+	// client's API (a summary asked in place: the conversation as the
+	// agent sent it, then the instruction): it is sent as it is, and
+	// Model, System, User, MaxTokens and Reasoning are not used.
+	Body []byte
 }
 
 // ReasoningHeadroom is added to a reasoning model's bound: its reasoning
@@ -66,7 +71,7 @@ func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
 		payload["max_tokens"] = call.MaxTokens
 		payload["temperature"] = 0
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "chat", "completions"), payload, call.Credentials, nil)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "chat", "completions"), call.payload(payload), call.Credentials, nil)
 	if err != nil {
 		return "", err
 	}
@@ -86,6 +91,15 @@ func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
 	return strings.TrimSpace(out.Choices[0].Message.Content), nil
 }
 
+// payload is what a call sends: its Body when it has one, built
+// otherwise.
+func (c Call) payload(built any) any {
+	if c.Body != nil {
+		return c.Body
+	}
+	return built
+}
+
 // endpoint is base's /v1/<path>, without doubling a base that ends in /v1.
 func endpoint(base *url.URL, path ...string) string {
 	if strings.HasSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") {
@@ -98,9 +112,12 @@ func endpoint(base *url.URL, path ...string) string {
 // extra headers), and returns the answer's body (at most maxAnswer bytes)
 // when the status is 200.
 func post(ctx context.Context, hc *http.Client, u string, payload any, creds, extra http.Header) ([]byte, error) {
-	body, err := json.Marshal(payload)
-	if err != nil {
-		return nil, fmt.Errorf("encoding summarizer request: %w", err)
+	body, ok := payload.([]byte)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(payload); err != nil {
+			return nil, fmt.Errorf("encoding summarizer request: %w", err)
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {

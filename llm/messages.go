@@ -40,7 +40,7 @@ func (c *MessagesClient) Complete(ctx context.Context, call Call) (string, error
 	if call.Credentials.Get("Anthropic-Version") == "" {
 		extra = http.Header{"Anthropic-Version": {anthropicVersion}}
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "messages"), req, call.Credentials, extra)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "messages"), call.payload(req), call.Credentials, extra)
 	if err != nil {
 		return "", err
 	}

@@ -60,7 +60,7 @@ func (c *ResponsesClient) Complete(ctx context.Context, call Call) (string, erro
 	} else {
 		req["temperature"] = 0
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "responses"), req, call.Credentials, nil)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "responses"), call.payload(req), call.Credentials, nil)
 	if err != nil {
 		return "", err
 	}

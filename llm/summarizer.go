@@ -34,10 +34,27 @@ var _ condense.Summarizer = (*Summarizer)(nil)
 func (s *Summarizer) Summarize(ctx context.Context, in condense.SummaryInput) (string, error) {
 	call := Call{Model: in.Model, System: in.Prompt, User: condense.UserPrompt(in), MaxTokens: in.MaxTokens,
 		Credentials: in.Credentials, Reasoning: s.Reasoning != nil && s.Reasoning(in.Model)}
+	if in.Body != nil && s.InPlace(in.Format) {
+		// Asked in place, in the request's own API; a failure (the model
+		// called a tool, the upstream refused the form) falls back to the
+		// plain call below.
+		ask := call
+		ask.Body = in.Body
+		text, err := s.complete(ctx, in.Format, ask)
+		if err == nil || ctx.Err() != nil {
+			return text, err
+		}
+	}
 	api := s.API
 	if api == "" || api == "auto" {
 		api = in.Format
 	}
+	return s.complete(ctx, api, call)
+}
+
+// complete sends call through the client of api (chat completions when
+// there is none for it).
+func (s *Summarizer) complete(ctx context.Context, api string, call Call) (string, error) {
 	if api == "responses" && s.Responses != nil {
 		return s.Responses.Complete(ctx, call)
 	}
@@ -45,4 +62,18 @@ func (s *Summarizer) Summarize(ctx context.Context, in condense.SummaryInput) (s
 		return s.Messages.Complete(ctx, call)
 	}
 	return s.Client.Complete(ctx, call)
+}
+
+// InPlace reports whether summaries of requests in format can be asked in
+// place (condense.SummaryInput.Body): whether there is a client for it.
+func (s *Summarizer) InPlace(format string) bool {
+	switch format {
+	case "responses":
+		return s.Responses != nil
+	case "messages":
+		return s.Messages != nil
+	case "chat":
+		return s.Client != nil
+	}
+	return false
 }

@@ -138,6 +138,9 @@ type Row struct {
 	// ForwardedAvg is the average forwarded request, tokens.
 	ForwardedAvg  int `json:"forwarded_avg"`
 	SummarizerOut int `json:"summarizer_tokens_out"`
+	// SummarizerCached is the part of SummarizerTokens a provider would
+	// read from its cache (summaries asked in place).
+	SummarizerCached int `json:"summarizer_tokens_cached"`
 	// Keep-alive over idle gaps (keepalive.go), chat replays only:
 	// the gaps drawn before requests that follow a turn-ending answer,
 	// and keep-alive's net saving as a share of the Anthropic-style bill
@@ -300,7 +303,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func summarize(res *replay.Result, mode string, window int) Row {
 	row := Row{Session: res.Session, Mode: mode, Window: window, Requests: len(res.Requests), Rejected: res.Rejected,
 		MaxForwarded: res.MaxForwarded, TokensSent: res.SentTokens, TokensForwarded: res.ForwardedTokens,
-		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls, SummarizerOut: res.SummarizerTokensOut,
+		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls, SummarizerOut: res.SummarizerTokensOut, SummarizerCached: res.SummarizerTokensCached,
 		PrefixStability: res.PrefixStability, FactsSeen: res.FactsSeen, FactsKept: res.FactsKept, CacheHitRate: -1}
 	sel := res.FactsByApplied["selective"]
 	row.SelectiveFactsSeen, row.SelectiveFactsKept = sel[0], sel[1]
@@ -345,7 +348,11 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		fwd += r.FwdCounted
 	}
 	for i, p := range Pricings {
-		sum := p.SummaryIn*float64(res.SummarizerTokensIn) + p.SummaryOut*float64(res.SummarizerTokensOut)
+		// A call asked in place reads what the provider cached of the
+		// conversation at the cached price, and writes the rest.
+		plain := res.SummarizerTokensIn - res.SummarizerTokensCached - res.SummarizerTokensInPlace
+		sum := p.SummaryIn*float64(plain) + p.Cached*float64(res.SummarizerTokensCached) +
+			max(p.SummaryIn, p.Fresh)*float64(res.SummarizerTokensInPlace) + p.SummaryOut*float64(res.SummarizerTokensOut)
 		switch i {
 		case 0:
 			row.billAnthropic += sum

@@ -235,12 +235,13 @@ money depends on how stable its prefix stays. *cached* is the share of forwarded
 cache serves: each request's longest prefix identical to the conversation's previous request, counted when
 at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
 session (every request, plus the summarizer priced like the main model: its input at the input price, its
-output at the output price), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
+output at the output price; a summary asked in place reads the leading items it shares with a request
+forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
 a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input); *small
 summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of the
 main model (as Claude Haiku is of Sonnet).
 
-| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | bill (small summarizer) | summarizer in / out |
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | bill (small summarizer) | summarizer in (cached) / out |
 |---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
@@ -250,8 +251,8 @@ main model (as Claude Haiku is of Sonnet).
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %dk / %dk |\n", row.Session, row.Window/1000, row.Mode,
-			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerOut/1000)
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
 	}
 	b.WriteString(r.keepAliveMarkdown())
 	if r.BillSuite != nil {

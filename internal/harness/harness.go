@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,7 +131,16 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 				v.ForEach(func(_, x gjson.Result) bool { walk(x); return true })
 			}
 		}
-		walk(gjson.ParseBytes(body))
+		if items, instruction, ok := inPlaceRange(body); ok {
+			// Asked in place (condense/inplace.go): the messages it
+			// names, and the instruction (the previous summary).
+			for _, it := range items {
+				walk(it)
+			}
+			texts = append(texts, instruction)
+		} else {
+			walk(gjson.ParseBytes(body))
+		}
 		var b strings.Builder
 		b.WriteString("## Facts kept\n")
 		seen := map[string]bool{}
@@ -151,6 +161,46 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 		return status, b.String() + text
 	}
 }
+
+// inPlaceRange reads a summary asked in place: the conversation's items
+// its instruction names ("Summarize messages A to B of this
+// conversation", counted from 1 in the request's messages or input) and
+// the instruction's text. ok is false for a summarizer call of the
+// plain form.
+func inPlaceRange(body []byte) (items []gjson.Result, instruction string, ok bool) {
+	arr := gjson.GetBytes(body, "messages")
+	if !arr.IsArray() {
+		arr = gjson.GetBytes(body, "input")
+	}
+	all := arr.Array()
+	if len(all) == 0 {
+		return nil, "", false
+	}
+	// The instruction is the last message's text, or its last block.
+	content := all[len(all)-1].Get("content")
+	candidates := []gjson.Result{content}
+	if blocks := content.Array(); content.IsArray() && len(blocks) > 0 {
+		candidates = append(candidates, blocks[len(blocks)-1].Get("text"))
+	}
+	for _, v := range candidates {
+		if v.Type == gjson.String && strings.Contains(v.Str, "of this conversation, counting its first message as 1") {
+			instruction = v.Str
+			break
+		}
+	}
+	m := inPlaceMessages.FindStringSubmatch(instruction)
+	if m == nil {
+		return nil, "", false
+	}
+	a, _ := strconv.Atoi(m[1])
+	b, _ := strconv.Atoi(m[2])
+	if a < 1 || b < a || b > len(all) {
+		return nil, "", false
+	}
+	return all[a-1 : b], instruction, true
+}
+
+var inPlaceMessages = regexp.MustCompile(`Summarize messages (\d+) to (\d+) of this conversation`)
 
 // factLine matches the lines a faithful summary keeps.
 var factLine = regexp.MustCompile(`(?i)(--- FAIL|FAIL\b|error|panic|exit status|_test\.go:\d+|decision \d+|^Task \d+|I will change|follow-up)`)

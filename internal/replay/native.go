@@ -119,6 +119,40 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 	if full, err := s.Request(turns - 1); err == nil {
 		res.ContentTokens = count(full)
 	}
+	// Summarizer calls are taken after each request, and priced against
+	// the requests forwarded before it.
+	arrKey, same := "messages", withoutCacheControl
+	if format == FormatResponses {
+		arrKey, same = "input", nil
+	}
+	fwdLog := newForwardedLog(arrKey, same)
+	countText := func(t string) int { return counter.Text(tokenizer.O200kBase, t) }
+	takeSummaries := func() {
+		var sums [][]byte
+		var answers []string
+		if up.Chat != nil {
+			sums, answers = up.Chat.TakeSummaryCalls()
+		}
+		for _, r := range fake.TakeSummaries() {
+			sums = append(sums, r.Body)
+			if r.Answer != "" {
+				answers = append(answers, r.Answer)
+			}
+		}
+		for _, a := range answers {
+			res.SummarizerTokensOut += countText(a)
+		}
+		for _, b := range sums {
+			countBody := count
+			if _, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+				countBody = func(b []byte) int {
+					rc, _ := counter.Request(tokenizer.O200kBase, b)
+					return rc.Total
+				}
+			}
+			res.addSummarizerCall(countBody(b), fwdLog.cached(b, countBody))
+		}
+	}
 	var prevFwd []string
 	var prevOutside string
 	for i := 0; i < turns; i++ {
@@ -215,32 +249,13 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		}
 		prevFwd, prevOutside = cur, outside
 		res.Requests = append(res.Requests, rq)
+		takeSummaries()
+		fwdLog.add(fwd)
 	}
 	if o.Drain != nil {
 		o.Drain()
 	}
-	var sums [][]byte
-	var answers []string
-	if up.Chat != nil {
-		sums, answers = up.Chat.TakeSummaryCalls()
-	}
-	for _, r := range fake.TakeSummaries() {
-		sums = append(sums, r.Body)
-		if r.Answer != "" {
-			answers = append(answers, r.Answer)
-		}
-	}
-	for _, a := range answers {
-		res.SummarizerTokensOut += counter.Text(tokenizer.O200kBase, a)
-	}
-	for _, b := range sums {
-		res.SummarizerCalls++
-		if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
-			res.SummarizerTokensIn += rc.Total
-		} else {
-			res.SummarizerTokensIn += count(b)
-		}
-	}
+	takeSummaries()
 	res.finish()
 	return res, nil
 }

@@ -90,10 +90,15 @@ type Result struct {
 	SummarizerCalls                    int
 	SummarizerTokensIn                 int
 	SummarizerTokensOut                int // of the answers
-	ContentTokens                      int // tokens of the session's messages, counted once
-	PrefixStability                    float64
-	LatencyP50                         time.Duration
-	LatencyP99                         time.Duration
+	// SummarizerTokensCached are the summarizer's input tokens a provider
+	// would read from its cache: the leading items of calls asked in place
+	// identical to a request forwarded before them; SummarizerTokensInPlace
+	// the rest of those calls (both are in SummarizerTokensIn).
+	SummarizerTokensCached, SummarizerTokensInPlace int
+	ContentTokens                                   int // tokens of the session's messages, counted once
+	PrefixStability                                 float64
+	LatencyP50                                      time.Duration
+	LatencyP99                                      time.Duration
 	// Facts: over condensed requests, facts present in the sent request
 	// (FactsSeen) and still present in the forwarded one (FactsKept); the
 	// same split by the X-Condense-Applied of the request.
@@ -160,6 +165,30 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		res.ContentTokens += n
 	}
 	ends := s.TurnEnds()
+	// Summarizer calls are taken after each request, and priced against
+	// the requests forwarded before it.
+	fwdLog := newForwardedLog("messages", nil)
+	countText := func(t string) int { return counter.Text(tokenizer.O200kBase, t) }
+	countBody := func(b []byte) int {
+		rc, err := counter.Request(tokenizer.O200kBase, b)
+		if err != nil {
+			return 0
+		}
+		return rc.Total
+	}
+	takeSummaries := func() {
+		bodies, answers := fake.TakeSummaryCalls()
+		for _, b := range bodies {
+			if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+				res.addSummarizerCall(rc.Total, fwdLog.cached(b, countBody))
+			} else {
+				res.SummarizerCalls++
+			}
+		}
+		for _, a := range answers {
+			res.SummarizerTokensOut += countText(a)
+		}
+	}
 	var prevFwd []string
 	var prevOutside string
 	for i, n := range ends {
@@ -259,20 +288,13 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		}
 		prevFwd, prevOutside = cur, outside
 		res.Requests = append(res.Requests, rq)
+		takeSummaries()
+		fwdLog.add(fwd)
 	}
 	if o.Drain != nil {
 		o.Drain()
 	}
-	bodies, answers := fake.TakeSummaryCalls()
-	for _, b := range bodies {
-		res.SummarizerCalls++
-		if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
-			res.SummarizerTokensIn += rc.Total
-		}
-	}
-	for _, a := range answers {
-		res.SummarizerTokensOut += counter.Text(tokenizer.O200kBase, a)
-	}
+	takeSummaries()
 	var lat []time.Duration
 	sum, cnt := 0.0, 0
 	for _, r := range res.Requests {
