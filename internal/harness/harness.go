@@ -132,12 +132,13 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 			}
 		}
 		if items, instruction, ok := inPlaceRange(body); ok {
-			// Asked in place (condense/inplace.go): the messages it
-			// names, and the instruction (the previous summary).
+			// Asked in place (condense/inplace.go): the instruction (the
+			// previous summary, first as in the plain form), then the
+			// messages it names.
+			texts = append(texts, instruction)
 			for _, it := range items {
 				walk(it)
 			}
-			texts = append(texts, instruction)
 		} else {
 			walk(gjson.ParseBytes(body))
 		}
