@@ -13,7 +13,9 @@ import (
 // will need, so the request that crosses the threshold finds them cached.
 // At most PrepareConcurrency run at once; others are skipped, not queued.
 func (e *Engine) prepare(rq *job) {
-	if e.cache == nil || rq.req.CountOnly {
+	if e.cache == nil || rq.req.CountOnly || e.bgCtx.Err() != nil {
+		// No cache to prepare into, or the engine's background work was
+		// cancelled (Close past its deadline): nothing is started.
 		return
 	}
 	// A request that has parsed its conversation tells at once whether
