@@ -42,7 +42,7 @@ const window = 8000
 
 // every samples the turns (the last turn is always sent): each request is
 // the whole history, so the replays stay within seconds under -race.
-const every = 2
+const every = 3
 
 // sessions are the corpus files replayed (small ones, of each recorder);
 // the .jsonl ones are also replayed in their native Messages form.
