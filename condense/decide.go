@@ -135,7 +135,12 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		}
 	}
 	r.Received = shapes(rq.in)
-	wait, cancelWait := context.WithTimeout(context.Background(), e.opts.MaxWait)
+	// max_wait: when it is over, the request stops waiting for summaries
+	// (it takes extractive ones) but the shared calls go on and cache
+	// theirs. Detached from ctx on purpose: the client leaving is not
+	// max_wait (it gives the calls up, see flight.do), and stop must not
+	// fire for it.
+	wait, cancelWait := context.WithTimeout(context.WithoutCancel(ctx), e.opts.MaxWait)
 	defer cancelWait()
 	rq.stop = wait.Done()
 	// The headers say exactly what was forwarded: a fallback a strategy

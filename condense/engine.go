@@ -461,9 +461,20 @@ func New(d Deps, opts Options) *Engine {
 	return e
 }
 
+// cancelledDrain bounds how long Close waits, once it has cancelled the
+// background work, for that work to return: every wait in it watches the
+// engine's background context, so only CPU work (an extractive fold) or
+// a summarizer that ignores its context keeps it longer.
+const cancelledDrain = 5 * time.Second
+
 // Close waits for background summarizations to finish or ctx to end.
-// When ctx ends first, the background work is cancelled: its summarizer
-// calls stop, and what they would have cached is not.
+// When ctx ends first, the background work is cancelled — its summarizer
+// calls stop, and what they would have cached is not — and Close waits,
+// at most cancelledDrain more, for it to return, so that none of it runs
+// on the cache once Close has returned. The engine stays usable after
+// Close (tests drain it between turns), but once the background work has
+// been cancelled, later background work and shared summarizer calls are
+// cancelled as they start.
 func (e *Engine) Close(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { e.bg.Wait(); close(done) }()
@@ -471,8 +482,15 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		e.bgCancel()
-		return fmt.Errorf("draining background summaries: %w", ctx.Err())
+	}
+	e.bgCancel()
+	t := time.NewTimer(cancelledDrain)
+	defer t.Stop()
+	select {
+	case <-done:
+		return fmt.Errorf("draining background summaries: %w; the rest was cancelled", ctx.Err())
+	case <-t.C:
+		return fmt.Errorf("draining background summaries: %w; cancelled work still running %s later", ctx.Err(), cancelledDrain)
 	}
 }
 

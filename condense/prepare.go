@@ -16,7 +16,9 @@ import (
 // base, if not nil, is where the summaries may be asked in place: the
 // request as it is forwarded (inplace.go).
 func (e *Engine) prepare(rq *job, base *inPlace) {
-	if e.cache == nil || rq.req.CountOnly {
+	if e.cache == nil || rq.req.CountOnly || e.bgCtx.Err() != nil {
+		// No cache to prepare into, or the engine's background work was
+		// cancelled (Close past its deadline): nothing is started.
 		return
 	}
 	// A request that has parsed its conversation tells at once whether

@@ -328,7 +328,7 @@ const digestPrompt = `You are the condense-proxy summarizer. A coding agent's ol
 // summarizer's timeout, concurrency bound and per-caller failure back-off.
 func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input) (string, error) {
 	model := e.summaryModel(rq)
-	if e.backingOff(rq, model) {
+	if e.suspended(ctx, rq, model) {
 		return "", fmt.Errorf("summarizer recently failing")
 	}
 	if rq.waitOver() {

@@ -114,7 +114,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 		e.setCache(ctx, key, []byte(s))
 		return s, false, "", nil
 	}
-	if e.backingOff(rq, model) {
+	if e.suspended(ctx, rq, model) {
 		return decorate(fallback()), false, "summarizer recently failing; extractive used", nil
 	}
 	if rq.waitOver() {
@@ -257,7 +257,7 @@ func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInpu
 		}
 		if err != nil {
 			if !errors.Is(err, errNoSlot) && !errors.Is(err, context.Canceled) {
-				e.backOff(backoff)
+				e.backOff(cctx, backoff)
 			}
 			return "", err
 		}
@@ -273,14 +273,21 @@ func (e *Engine) shared(ctx context.Context, rq *job, key string, in SummaryInpu
 // summaries.
 func backoffKey(scope, model string) string { return scope + "\x00" + model }
 
+// backoffWriteTimeout bounds writing a back-off mark to the cache.
+const backoffWriteTimeout = 5 * time.Second
+
 // backOff stops summarizer calls for key for NegativeTTL, on every replica
 // (the mark is in the cache too, under a hash of the key: it holds the
-// caller's scope).
-func (e *Engine) backOff(key string) {
+// caller's scope). ctx is the failed call's, often ended by the failure
+// itself (its timeout): the mark is written detached from it, within
+// backoffWriteTimeout.
+func (e *Engine) backOff(ctx context.Context, key string) {
 	now := e.now()
 	e.downUntil.Store(key, now.Add(e.opts.NegativeTTL).UnixNano())
 	if e.cache != nil {
-		e.cache.Set(context.Background(), backoffCacheKey(key), []byte("1"), e.opts.NegativeTTL)
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backoffWriteTimeout)
+		e.cache.Set(wctx, backoffCacheKey(key), []byte("1"), e.opts.NegativeTTL)
+		cancel()
 	}
 	// Keep the map small: forget expired entries now and then.
 	if e.backoffSweep.Add(1)%256 == 0 {
@@ -293,9 +300,10 @@ func (e *Engine) backOff(key string) {
 	}
 }
 
-// backingOff reports whether summarizer calls for this caller and model
-// are suspended after a failure here or on another replica.
-func (e *Engine) backingOff(rq *job, model string) bool {
+// suspended reports whether summarizer calls for this caller and model
+// are suspended after a failure here or on another replica. The cache is
+// asked within ctx, the request's: a client gone ends the lookup.
+func (e *Engine) suspended(ctx context.Context, rq *job, model string) bool {
 	key := backoffKey(rq.req.Scope, model)
 	if v, ok := e.downUntil.Load(key); ok && v.(int64) > e.now().UnixNano() {
 		return true
@@ -303,8 +311,13 @@ func (e *Engine) backingOff(rq *job, model string) bool {
 	if e.cache == nil {
 		return false
 	}
-	_, ok := e.cache.Get(context.Background(), backoffCacheKey(key))
+	_, ok := e.cache.Get(ctx, backoffCacheKey(key))
 	return ok
+}
+
+// backingOff is suspended outside any request.
+func (e *Engine) backingOff(rq *job, model string) bool {
+	return e.suspended(context.Background(), rq, model)
 }
 
 // backoffCacheKey is the cache key of a back-off mark.

@@ -108,7 +108,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		a.Close(ctx)
+		closeWithin(ctx, a, cfg.ShutdownGrace)
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
 	srv := a.Server()
@@ -138,7 +138,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
-		a.Close(ctx)
+		// ctx has not ended: the background work is drained within the
+		// grace, as on a signal, not waited for without bound.
+		closeWithin(ctx, a, cfg.ShutdownGrace)
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
@@ -154,6 +156,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// closeWithin closes a, draining its background work for at most grace
+// (then cancelling it), whether or not ctx has ended.
+func closeWithin(ctx context.Context, a *app.App, grace time.Duration) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	return a.Close(cctx)
 }
 
 // reach says which interfaces addr listens on, and whether that is more
