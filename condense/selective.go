@@ -314,7 +314,7 @@ func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input)
 	text := cutMiddle(in.Content, e.opts.DigestInputBytes)
 	key := "digllm:" + rq.req.Scope + ":" + model + ":" + e.digestHash + ":" + in.Key
 	return e.shared(ctx, rq, key, e.fitSummaryInput(SummaryInput{
-		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: e.opts.DigestMaxTokens, Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: e.opts.DigestMaxTokens, Credentials: rq.req.Credentials, Codec: rq.codec,
 		Text: fmt.Sprintf("Tool %s called with %s. Its output:\n%s", in.Tool, in.Args, text),
 	}), func(s string) string { return s })
 }

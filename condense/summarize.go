@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // DefaultPrompt is the built-in summarizer system prompt.
@@ -40,10 +42,10 @@ type SummaryInput struct {
 	Level       int         // 1: a chunk of messages; >1: summaries to merge
 	MaxTokens   int         // bound on the answer
 	Credentials http.Header // the caller's own credentials
-	// Format is the wire format of the request being condensed ("chat",
-	// "messages", "responses"): the summarizer asks the upstream in it,
-	// with the caller's credentials.
-	Format string
+	// Codec is the codec of the request being condensed (nil: none): the
+	// summarizer asks the upstream in its API, with the caller's
+	// credentials.
+	Codec view.Codec
 }
 
 // UserPrompt is the summarizer's user message for in.
@@ -111,7 +113,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, contentHash, p
 	}
 	in := e.fitSummaryInput(SummaryInput{
 		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
-		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Codec: rq.codec,
 	})
 	s, callErr := e.shared(ctx, rq, key, in, decorate)
 	if callErr == nil {
