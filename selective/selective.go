@@ -69,12 +69,12 @@ type Message struct {
 	// unit's text).
 	Content [2]int
 	// Item is the index of the request item this message is (or is in:
-	// a Messages user turn carries several tool outputs).
+	// an item may carry several tool outputs).
 	Item int
 	// Frozen: never edited (the codec froze the item or output).
 	Frozen bool
 	// Args are the spans, within Raw, of the tool calls' arguments that
-	// are JSON strings holding JSON (chat, Responses), which
+	// are JSON strings holding JSON (view.Call.ArgsSpan), which
 	// ClearToolInputs may shorten.
 	Args [][2]int
 }
@@ -127,10 +127,10 @@ func New(opts Options, count func(string) int, cache Cache) *Condenser {
 }
 
 // Messages returns the units of a parsed request: every item, and each
-// tool output as a unit of its own (a Messages user turn may carry
-// several). An item whose text is its own output (a user message holding
-// a pasted tool result) is one unit with that output's value; it is
-// digested only when picked (Request.Pick).
+// tool output as a unit of its own (one item may carry several). An item
+// whose text is its own output (a user message holding a pasted tool
+// result) is one unit with that output's value; it is digested only when
+// picked (Request.Pick).
 func Messages(r *view.Request) []Message {
 	type call struct{ name, args string }
 	calls := map[string]call{}
