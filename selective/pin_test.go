@@ -212,10 +212,11 @@ func pinSessions(t *testing.T) []pinSession {
 	out = append(out, pinSession{name: "messages/synthetic", codec: msgC, window: 24000, bodies: messagesBodies(t, ms, 40)})
 	for _, f := range []string{"chat", "messages", "responses"} {
 		c := map[string]view.Codec{"chat": chatC, "messages": msgC, "responses": respC}[f]
-		out = append(out, pinSession{name: f + "/shapes", codec: c, window: 30000, bodies: shapes(f)})
+		out = append(out, pinSession{name: f + "/shapes", codec: c, window: 30000, bodies: shapes(f, false)})
 		// Tight: the newest steps are shrunk (their outputs, pasted logs
 		// and long assistant texts digested).
-		out = append(out, pinSession{name: f + "/shapes-tight", codec: c, window: 12000, bodies: shapes(f)})
+		out = append(out, pinSession{name: f + "/shapes-tight", codec: c, window: 12000, bodies: shapes(f, false)})
+		out = append(out, pinSession{name: f + "/compaction", codec: c, window: 16000, bodies: shapes(f, true)})
 	}
 
 	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
@@ -290,7 +291,11 @@ func messagesBodies(t *testing.T, s *corpus.MessagesSession, n int) [][]byte {
 // cache_control, an image, null and missing values, a pasted log in a
 // user message, a long assistant text, large write arguments; odd white
 // space and unknown fields around them.
-func shapes(f string) [][]byte {
+//
+// compact: each request ends with the agent's own compaction instruction
+// (Claude Code's), which the engine forwards with its tool outputs
+// digested when it does not fit the window.
+func shapes(f string, compact bool) [][]byte {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	log := func(i int) string {
 		var b strings.Builder
@@ -317,6 +322,15 @@ func shapes(f string) [][]byte {
 	items = append(items, head...)
 	var bodies [][]byte
 	emit := func() {
+		items := items
+		if compact {
+			const instruction = "Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests."
+			items = append(items[:len(items):len(items)], map[string]string{
+				"chat":      `{"role":"user","content":` + q(instruction) + `}`,
+				"messages":  `{"role":"user","content":[{"type":"text","text":` + q(instruction) + `}]}`,
+				"responses": `{"type":"message","role":"user","content":[{"type":"input_text","text":` + q(instruction) + `}]}`,
+			}[f])
+		}
 		var b strings.Builder
 		switch f {
 		case "chat":
