@@ -134,15 +134,15 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 // returns the digested body (nil when nothing was digested) and how many
 // outputs were digested.
 func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int, error) {
-	msgs := selectiveView(rq.conv)
+	msgs := selective.Messages(rq.conv.req)
 	var pick []int
 	for i, m := range msgs {
-		if m.Role == "tool" {
+		if m.Role == view.RoleTool {
 			pick = append(pick, i)
 		}
 	}
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Need: rq.in.Total - limit, Pick: pick,
+		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Need: rq.in.Total - limit, Pick: pick,
 		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
 	})

@@ -52,7 +52,7 @@ func (e *Engine) inPlaceOf(rq *job, fwd *view.Request, first, shift int) *inPlac
 	if _, ok := rq.codec.(view.Asker); !ok || fwd == nil {
 		return nil
 	}
-	if p, ok := e.summarizer.(InPlacer); !ok || !p.InPlace(rq.codec.Format()) {
+	if p, ok := e.summarizer.(InPlacer); !ok || !p.InPlace(rq.codec) {
 		return nil
 	}
 	if e.llmModel(rq) != rq.model || rq.req.CountOnly {

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/condense-proxy/condense-proxy/selective"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // AppliedSelective is reported when only tool outputs were digested.
@@ -23,7 +24,7 @@ const AppliedSelective = "selective"
 // reports that the result is at or under the limit; out is nil when
 // nothing was digested.
 func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, fits bool, err error) {
-	msgs := selectiveView(rq.conv)
+	msgs := selective.Messages(rq.conv.req)
 	var summarize func(context.Context, selective.Input) (string, error)
 	if e.opts.SelectiveSummarizer == "llm" && e.summarizer != nil {
 		summarize = func(ctx context.Context, in selective.Input) (string, error) {
@@ -31,7 +32,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		}
 	}
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
+		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
 		ProtectFrom: e.protectFrom(ctx, rq, msgs, b), BriefBefore: e.briefBefore(rq, msgs),
 		Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) {
@@ -140,7 +141,7 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 	}
 	item := -1 // the item of the keep-th newest output
 	for i, n := len(msgs)-1, 0; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
+		if msgs[i].Role == view.RoleTool {
 			if n++; n == keep {
 				item = msgs[i].Item
 				break
@@ -211,7 +212,7 @@ func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, points []int) int
 		if si == len(c.steps) {
 			break
 		}
-		if m.Role == "tool" {
+		if m.Role == view.RoleTool {
 			outs[si]++
 			if m.Tokens >= least && !m.Frozen {
 				digestible[si] += m.Tokens
@@ -286,38 +287,11 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 	return e.truncate(ctx, rq, b, r)
 }
 
-// selectiveView is the view package selective works on: every item, and
-// each tool output as a "tool" message of its own (a Messages user turn
-// may carry several).
-func selectiveView(c *conversation) []selective.Message {
-	type call struct{ name, args string }
-	calls := map[string]call{}
-	msgs := make([]selective.Message, 0, c.len())
-	for i, it := range c.req.Items {
-		for _, cl := range it.Calls {
-			calls[cl.ID] = call{cl.Name, cl.Args}
-		}
-		if len(it.Outputs) == 0 || it.Outputs[0].Own {
-			m := selective.Message{Role: it.Role, Raw: c.raw(i), Start: it.Start, Tokens: it.Tokens, Item: i, Frozen: it.Frozen}
-			for _, cl := range it.Calls {
-				if cl.ArgsSpan[1] > 0 && !it.Frozen {
-					m.Args = append(m.Args, [2]int{cl.ArgsSpan[0] - it.Start, cl.ArgsSpan[1] - it.Start})
-				}
-			}
-			if len(it.Outputs) > 0 {
-				// The item's own text: digestible only when picked.
-				o := it.Outputs[0]
-				m.Raw, m.Start, m.Content, m.Tokens, m.Frozen = c.req.Span(o.Start, o.End), o.Start, o.Value, o.Tokens, o.Frozen || it.Frozen
-			}
-			msgs = append(msgs, m)
-			continue
-		}
-		for _, o := range it.Outputs {
-			msgs = append(msgs, selective.Message{Role: "tool", Raw: c.req.Span(o.Start, o.End), Start: o.Start, Tokens: o.Tokens,
-				ToolName: calls[o.CallID].name, ToolArgs: calls[o.CallID].args, Content: o.Value, Item: i, Frozen: o.Frozen || it.Frozen})
-		}
-	}
-	return msgs
+// selectiveCodec is the request's codec as package selective needs it
+// (nil: its outputs are not digested).
+func selectiveCodec(rq *job) selective.Codec {
+	c, _ := rq.codec.(selective.Codec)
+	return c
 }
 
 // digestPrompt asks the summarizer for the digest of one tool output.
@@ -340,7 +314,7 @@ func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input)
 	text := cutMiddle(in.Content, e.opts.DigestInputBytes)
 	key := "digllm:" + rq.req.Scope + ":" + model + ":" + e.digestHash + ":" + in.Key
 	return e.shared(ctx, rq, key, e.fitSummaryInput(SummaryInput{
-		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: e.opts.DigestMaxTokens, Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+		Model: model, Prompt: digestPrompt, Level: 1, MaxTokens: e.opts.DigestMaxTokens, Credentials: rq.req.Credentials, Codec: rq.codec,
 		Text: fmt.Sprintf("Tool %s called with %s. Its output:\n%s", in.Tool, in.Args, text),
 	}), func(s string) string { return s })
 }

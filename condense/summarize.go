@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // DefaultPrompt is the built-in summarizer system prompt.
@@ -40,12 +42,12 @@ type SummaryInput struct {
 	Level       int         // 1: a chunk of messages; >1: summaries to merge
 	MaxTokens   int         // bound on the answer
 	Credentials http.Header // the caller's own credentials
-	// Format is the wire format of the request being condensed ("chat",
-	// "messages", "responses"): the summarizer asks the upstream in it,
-	// with the caller's credentials.
-	Format string
+	// Codec is the codec of the request being condensed (nil: none): the
+	// summarizer asks the upstream in its API, with the caller's
+	// credentials.
+	Codec view.Codec
 	// Body, when set, is the summary asked in place (inplace.go): the
-	// request the conversation was forwarded as, in Format's API, with the
+	// request the conversation was forwarded as, in Codec's API, with the
 	// instruction appended. A Summarizer that can (InPlacer) sends it as
 	// it is, and falls back to the plain call (Prompt, Text) when it
 	// fails; others ignore it.
@@ -53,9 +55,9 @@ type SummaryInput struct {
 }
 
 // InPlacer is an optional capability of a Summarizer: it can send a
-// SummaryInput's Body, a request of the given format.
+// SummaryInput's Body, a request in the API of codec c.
 type InPlacer interface {
-	InPlace(format string) bool
+	InPlace(c view.Codec) bool
 }
 
 // UserPrompt is the summarizer's user message for in.
@@ -125,7 +127,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 	}
 	in := e.fitSummaryInput(SummaryInput{
 		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
-		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Format: rq.codec.Format(),
+		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Codec: rq.codec,
 	})
 	price := -1.0
 	if level == 1 && span[1] > 0 {

@@ -189,7 +189,7 @@ func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep int) {
 // digested.
 func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix [][]byte, firstStep, must, need int) ([]byte, error) {
 	c := rq.conv
-	msgs := selectiveView(c)
+	msgs := selective.Messages(c.req)
 	// Largest first, but the newest step's own outputs last: the agent
 	// keeps what it just asked for verbatim as long as anything else can
 	// give way.
@@ -208,7 +208,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 		return ma.Tokens > mb.Tokens
 	})
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
+		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
 	})
 	if err != nil || res.Digested == 0 {

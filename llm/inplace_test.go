@@ -44,11 +44,11 @@ func TestSummarizeInPlace(t *testing.T) {
 			defer srv.Close()
 			u, _ := url.Parse(srv.URL)
 			s := &Summarizer{Client: &Client{BaseURL: u}, Messages: &MessagesClient{BaseURL: u}, API: "chat"}
-			if !s.InPlace("messages") || s.InPlace("responses") {
-				t.Fatalf("InPlace: messages %v, responses %v", s.InPlace("messages"), s.InPlace("responses"))
+			if !s.InPlace(codecOf("messages")) || s.InPlace(codecOf("responses")) {
+				t.Fatalf("InPlace: messages %v, responses %v", s.InPlace(codecOf("messages")), s.InPlace(codecOf("responses")))
 			}
 			out, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "claude", Prompt: "p", Text: "t", MaxTokens: 100,
-				Format: "messages", Body: []byte(inPlace)})
+				Codec: codecOf("messages"), Body: []byte(inPlace)})
 			if err != nil || out != tc.want {
 				t.Fatalf("%q, %v", out, err)
 			}

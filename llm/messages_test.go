@@ -77,7 +77,7 @@ func TestSummarizerPicksMessages(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	s := &Summarizer{Client: &Client{BaseURL: u}, Messages: &MessagesClient{BaseURL: u}}
-	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "claude-sonnet-4-5", Format: "messages"}); err != nil {
+	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "claude-sonnet-4-5", Codec: codecOf("messages")}); err != nil {
 		t.Fatal(err)
 	}
 	if len(paths) != 1 || paths[0] != "/v1/messages" {

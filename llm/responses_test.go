@@ -126,7 +126,7 @@ func TestSummarizerDispatch(t *testing.T) {
 	for _, tc := range tests {
 		paths = nil
 		s := &Summarizer{Client: &Client{BaseURL: u}, Responses: &ResponsesClient{BaseURL: u}, API: tc.api}
-		if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Prompt: "p", Text: "t", Level: 1, MaxTokens: 10, Format: tc.format}); err != nil {
+		if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Prompt: "p", Text: "t", Level: 1, MaxTokens: 10, Codec: codecOf(tc.format)}); err != nil {
 			t.Fatal(err)
 		}
 		if len(paths) != 1 || paths[0] != tc.path {
@@ -136,7 +136,7 @@ func TestSummarizerDispatch(t *testing.T) {
 	// Without a Responses client every summary goes through chat.
 	paths = nil
 	s := &Summarizer{Client: &Client{BaseURL: u}}
-	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Format: "responses"}); err != nil || paths[0] != "/v1/chat/completions" {
+	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Codec: codecOf("responses")}); err != nil || paths[0] != "/v1/chat/completions" {
 		t.Fatalf("%v %v", err, paths)
 	}
 }

@@ -1,13 +1,18 @@
-// Package selective condenses a chat request surgically: it replaces the
-// content of large, old tool outputs with short digests and leaves every
+// Package selective condenses a request surgically: it replaces the
+// text of large, old tool outputs with short digests and leaves every
 // other byte of the request as it was — every user and assistant message,
-// every small or recent tool result, the tools list, unknown fields, key
+// every small or recent tool output, the tools list, unknown fields, key
 // order and white space.
 //
-// The caller (package condense) hands over the raw body and a light view
-// of its messages; Apply picks the outputs to digest, oldest first, until
-// the requested number of tokens is freed, and splices the digests into
-// the body. Digests are deterministic (see digest.go), so an output
+// It works on the neutral view of a request (package view) and knows no
+// field name of any wire format. Messages lists the units of a parsed
+// request (each tool output, each other item); the caller (package
+// condense) hands them over with the raw body and the request's Codec,
+// which says where an item's text is, whether a digest may replace a
+// value (plain text only, no cache marker) and how a replacement is
+// written. Apply picks the outputs to digest, oldest first, until the
+// requested number of tokens is freed, and returns the patches (and the
+// patched body). Digests are deterministic (see digest.go), so an output
 // digested on one turn is digested identically on the next and the prefix
 // of the request stays byte-stable. The originals go to a store the caller
 // provides, under the id each digest names.
@@ -20,7 +25,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
@@ -28,27 +32,49 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// Message is the view of one message Apply needs.
+// Codec is what Apply needs of the request's wire format; the route's
+// codec (codec/chat, codec/messages, codec/responses) implements it.
+// Values are raw JSON as they are in the body.
+type Codec interface {
+	// TextSpan returns the span, within raw (an item's raw JSON, or a
+	// tool output's), of the value holding its own text; ok is false
+	// when it has none.
+	TextSpan(raw string) (start, end int, ok bool)
+	// Editable reports whether a digest may replace value: plain text
+	// only, nothing a digest would lose (an image) or move (a cache
+	// marker).
+	Editable(value string) bool
+	// ValueText returns the text of an editable value.
+	ValueText(value string) string
+	// TextValue renders text as the value written in place of an
+	// editable one, or of a tool call's arguments (view.Call.ArgsSpan).
+	TextValue(text string) []byte
+}
+
+// Message is one unit of the request Apply reads: a tool output (Role
+// view.RoleTool), or an item that carries none (with its own text, if
+// any). Messages makes them from a parsed request.
 type Message struct {
-	Role     string
-	Raw      string // the message's raw JSON, as in the body
+	Role     string // a view role
+	Raw      string // the unit's raw JSON, as in the body
 	Start    int    // offset of Raw in the body
 	Tokens   int
-	ToolName string // tool messages: the name of the call answered
-	ToolArgs string // tool messages: that call's arguments
-	// Content is the span of the content value within Raw, if the caller
-	// already knows it ({0, 0}: Apply finds it).
+	ToolName string // tool outputs: the name of the call answered
+	ToolArgs string // tool outputs: that call's arguments
+	// Content is the span, within Raw, of the value a digest replaces, if
+	// the caller already knows it ({0, 0}: Apply asks the Codec for the
+	// unit's text).
 	Content [2]int
 	// Item is the index of the request item this message is (or is in:
-	// a Messages user turn carries several tool outputs).
+	// an item may carry several tool outputs).
 	Item int
-	// Frozen: never edited (a cache_control marker, a thinking block…).
+	// Frozen: never edited (the codec froze the item or output).
 	Frozen bool
 	// Args are the spans, within Raw, of the tool calls' arguments that
-	// are JSON strings holding JSON (chat, Responses), which
+	// are JSON strings holding JSON (view.Call.ArgsSpan), which
 	// ClearToolInputs may shorten.
 	Args [][2]int
 }
@@ -100,10 +126,48 @@ func New(opts Options, count func(string) int, cache Cache) *Condenser {
 	return &Condenser{opts: opts, count: count, cache: cache}
 }
 
+// Messages returns the units of a parsed request: every item, and each
+// tool output as a unit of its own (one item may carry several). An item
+// whose text is its own output (a user message holding a pasted tool
+// result) is one unit with that output's value; it is digested only when
+// picked (Request.Pick).
+func Messages(r *view.Request) []Message {
+	type call struct{ name, args string }
+	calls := map[string]call{}
+	msgs := make([]Message, 0, len(r.Items))
+	for i, it := range r.Items {
+		for _, cl := range it.Calls {
+			calls[cl.ID] = call{cl.Name, cl.Args}
+		}
+		if len(it.Outputs) == 0 || it.Outputs[0].Own {
+			m := Message{Role: it.Role, Raw: r.Raw(i), Start: it.Start, Tokens: it.Tokens, Item: i, Frozen: it.Frozen}
+			for _, cl := range it.Calls {
+				if cl.ArgsSpan[1] > 0 && !it.Frozen {
+					m.Args = append(m.Args, [2]int{cl.ArgsSpan[0] - it.Start, cl.ArgsSpan[1] - it.Start})
+				}
+			}
+			if len(it.Outputs) > 0 {
+				// The item's own text: digestible only when picked.
+				o := it.Outputs[0]
+				m.Raw, m.Start, m.Content, m.Tokens, m.Frozen = r.Span(o.Start, o.End), o.Start, o.Value, o.Tokens, o.Frozen || it.Frozen
+			}
+			msgs = append(msgs, m)
+			continue
+		}
+		for _, o := range it.Outputs {
+			msgs = append(msgs, Message{Role: view.RoleTool, Raw: r.Span(o.Start, o.End), Start: o.Start, Tokens: o.Tokens,
+				ToolName: calls[o.CallID].name, ToolArgs: calls[o.CallID].args, Content: o.Value, Item: i, Frozen: o.Frozen || it.Frozen})
+		}
+	}
+	return msgs
+}
+
 // Request is one Apply call.
 type Request struct {
 	Body     []byte
 	Messages []Message
+	// Codec is the wire format's; nil: nothing is digested.
+	Codec Codec
 	// Need is the number of tokens to free. MinSavings is the step in which
 	// savings grow: the goal is Need rounded up to a multiple of it, so the
 	// set of digested outputs changes only every MinSavings tokens of
@@ -144,10 +208,13 @@ type Request struct {
 
 // Result is what Apply did.
 type Result struct {
-	Body     []byte // the patched body; Request.Body when nothing changed
-	Digested int    // outputs replaced by digests
-	Cleared  int    // tool-call arguments shortened
-	Saved    int    // tokens freed (estimated from the texts)
+	Body []byte // the patched body; Request.Body when nothing changed
+	// Patches are the edits that make Body of Request.Body, in body
+	// order.
+	Patches  []view.Patch
+	Digested int // outputs replaced by digests
+	Cleared  int // tool-call arguments shortened
+	Saved    int // tokens freed (estimated from the texts)
 	// Made lists the digests, in the order they were made.
 	Made []Made
 }
@@ -160,47 +227,28 @@ type Made struct {
 	Text          string
 }
 
-type patch struct {
-	start, end int // byte range in the body
-	with       []byte
-}
-
 type candidate struct {
 	index      int
-	start, end int    // the content value's span within the message
-	raw        string // the content value, raw JSON
+	start, end int    // the value's span within the message
+	raw        string // the value, raw JSON
 	tokens     int    // the message's tokens
-}
-
-// text is the candidate's content as text (string, or text parts joined).
-func (cd candidate) text() string {
-	v := gjson.Parse(cd.raw)
-	if v.Type == gjson.String {
-		return v.Str
-	}
-	var parts []string
-	v.ForEach(func(_, p gjson.Result) bool {
-		parts = append(parts, p.Get("text").String())
-		return true
-	})
-	return strings.Join(parts, "\n")
 }
 
 // Apply digests outputs, oldest first, until the goal (r.Need rounded up
 // to a multiple of r.MinSavings) is freed or the candidates run out.
 func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 	res := Result{Body: r.Body}
-	if r.Need <= 0 {
+	if r.Need <= 0 || r.Codec == nil {
 		return res, nil
 	}
 	goal := r.Need
-	cands := c.candidates(r.Messages, r.ProtectFrom, cmp.Or(r.MinTokens, c.opts.MinToolOutputTokens))
+	cands := c.candidates(r.Codec, r.Messages, r.ProtectFrom, cmp.Or(r.MinTokens, c.opts.MinToolOutputTokens))
 	if r.Pick != nil {
 		cands = c.picked(r)
 	} else if r.MinSavings > 0 {
 		goal = (r.Need + r.MinSavings - 1) / r.MinSavings * r.MinSavings
 	}
-	var patches []patch
+	var patches []view.Patch
 	for _, cd := range cands {
 		if res.Saved >= goal {
 			break
@@ -220,7 +268,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		if r.Keep != nil {
 			r.Keep(id, func() []byte { return []byte("[" + m.Raw + "]") })
 		}
-		patches = append(patches, patch{m.Start + cd.start, m.Start + cd.end, quote(digest)})
+		patches = append(patches, view.Patch{Start: m.Start + cd.start, End: m.Start + cd.end, With: r.Codec.TextValue(digest)})
 		res.Made = append(res.Made, Made{Item: m.Item, Tool: m.ToolName, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
 		res.Saved += saved
 		res.Digested++
@@ -234,7 +282,8 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 	if len(patches) == 0 {
 		return res, nil
 	}
-	res.Body = splice(r.Body, patches)
+	res.Body = view.ApplyPatches(r.Body, patches)
+	res.Patches = patches
 	return res, nil
 }
 
@@ -254,14 +303,14 @@ func brief(digest string) string {
 // markerLine parses a digest's first line (see digest).
 var markerLine = regexp.MustCompile(`^\[condense-proxy digest of (.*) — ([^,]+), original (\d+) lines, \d+ tokens; id \S+: GET (\S+)\]$`)
 
-// candidates lists the digestible outputs, oldest first: tool messages
+// candidates lists the digestible outputs, oldest first: tool outputs
 // before the protected newest ones, large enough, of a tool not excluded,
-// with no part marked cache_control.
-func (c *Condenser) candidates(msgs []Message, protectFrom, minTokens int) []candidate {
+// editable.
+func (c *Condenser) candidates(codec Codec, msgs []Message, protectFrom, minTokens int) []candidate {
 	tools := 0
 	protectedFrom := len(msgs)
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "tool" {
+		if msgs[i].Role == view.RoleTool {
 			if tools == c.opts.KeepRecentToolOutputs {
 				break
 			}
@@ -277,10 +326,10 @@ func (c *Condenser) candidates(msgs []Message, protectFrom, minTokens int) []can
 	}
 	var out []candidate
 	for i, m := range msgs[:protectedFrom] {
-		if m.Role != "tool" || m.Tokens < minTokens {
+		if m.Role != view.RoleTool || m.Tokens < minTokens {
 			continue
 		}
-		if cd, ok := c.candidate(i, m); ok {
+		if cd, ok := c.candidate(codec, i, m); ok {
 			out = append(out, cd)
 		}
 	}
@@ -288,16 +337,16 @@ func (c *Condenser) candidates(msgs []Message, protectFrom, minTokens int) []can
 }
 
 // candidate checks that message i may be digested — not frozen, not of an
-// excluded tool, with a content that is a string or text parts without a
-// cache_control marker — and returns it as a candidate.
-func (c *Condenser) candidate(i int, m Message) (candidate, bool) {
+// excluded tool, not a digest already, with a value the codec says is
+// editable — and returns it as a candidate.
+func (c *Condenser) candidate(codec Codec, i int, m Message) (candidate, bool) {
 	if m.Frozen || c.excluded(m.ToolName) {
 		return candidate{}, false
 	}
 	start, end := m.Content[0], m.Content[1]
 	if end == 0 {
 		var found bool
-		if start, end, found = tokenizer.FieldSpan(m.Raw, "content"); !found {
+		if start, end, found = codec.TextSpan(m.Raw); !found {
 			return candidate{}, false
 		}
 	}
@@ -306,23 +355,9 @@ func (c *Condenser) candidate(i int, m Message) (candidate, bool) {
 	}
 	raw := m.Raw[start:end]
 	if strings.HasPrefix(raw, `"[condense-proxy digest of `) || strings.HasPrefix(raw, `"[condense-proxy brief of `) {
-		return candidate{}, false // a digest already
+		return candidate{}, false // a digest already (a JSON string)
 	}
-	switch raw[0] {
-	case '"':
-	case '[':
-		ok := true
-		gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
-			if p.Get("cache_control").Exists() || !textPart(p.Get("type").Str) {
-				ok = false
-				return false
-			}
-			return true
-		})
-		if !ok {
-			return candidate{}, false
-		}
-	default:
+	if !codec.Editable(raw) {
 		return candidate{}, false
 	}
 	return candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens}, true
@@ -336,7 +371,7 @@ func (c *Condenser) picked(r Request) []candidate {
 		if i < 0 || i >= len(r.Messages) || r.Messages[i].Tokens < minPickTokens {
 			continue
 		}
-		if cd, ok := c.candidate(i, r.Messages[i]); ok {
+		if cd, ok := c.candidate(r.Codec, i, r.Messages[i]); ok {
 			out = append(out, cd)
 		}
 	}
@@ -346,13 +381,6 @@ func (c *Condenser) picked(r Request) []candidate {
 // minPickTokens: smaller outputs are not worth a digest even when the
 // request does not fit.
 const minPickTokens = 200
-
-// textPart reports whether a content part of this type is plain text: a
-// chat or Messages "text" part, a Responses output's "input_text" or
-// "output_text".
-func textPart(typ string) bool {
-	return typ == "text" || typ == "input_text" || typ == "output_text"
-}
 
 func (c *Condenser) excluded(tool string) bool {
 	for _, t := range c.opts.ExcludeTools {
@@ -373,7 +401,7 @@ func laterWindow(msgs []Message, i, n int) []Message {
 	}
 	tools := 0
 	for j, m := range msgs[i+1:] {
-		if m.Role == "tool" {
+		if m.Role == view.RoleTool {
 			if tools++; tools == n {
 				return msgs[i+1 : i+2+j]
 			}
@@ -382,18 +410,19 @@ func laterWindow(msgs []Message, i, n int) []Message {
 	return msgs[i+1:]
 }
 
-func windowText(ms []Message) string {
+// windowText is the text of the tool outputs and assistant items in ms,
+// for the digest's "referenced later" lines: each value as JSON text (a
+// string decoded, anything else raw).
+func windowText(codec Codec, ms []Message) string {
 	var b strings.Builder
 	for _, m := range ms {
-		if m.Role != "tool" && m.Role != "assistant" {
+		if m.Role != view.RoleTool && m.Role != view.RoleAssistant {
 			continue
 		}
 		if m.Content[1] > 0 {
-			// The output's own value (a Responses output is not under
-			// "content").
 			b.WriteString(gjson.Parse(m.Raw[m.Content[0]:m.Content[1]]).String())
-		} else {
-			b.WriteString(gjson.Get(m.Raw, "content").String())
+		} else if start, end, ok := codec.TextSpan(m.Raw); ok {
+			b.WriteString(gjson.Parse(m.Raw[start:end]).String())
 		}
 		b.WriteByte('\n')
 	}
@@ -427,8 +456,8 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 			return string(v), id
 		}
 	}
-	text := cd.text()
-	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(later), Key: id}
+	text := r.Codec.ValueText(cd.raw)
+	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(r.Codec, later), Key: id}
 	body, kind := Digest(in)
 	keep := c.cache != nil && !r.CacheOnly
 	if r.Summarize != nil && !r.CacheOnly {
@@ -457,15 +486,15 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 // clearInputs shortens large string arguments of old tool calls: every
 // string value over 400 bytes becomes a marker; the arguments stay valid
 // JSON.
-func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int) {
-	var patches []patch
+func (c *Condenser) clearInputs(r Request, goal int) ([]view.Patch, int) {
+	var patches []view.Patch
 	saved := 0
 	last := lastAssistant(r.Messages)
 	for i, m := range r.Messages {
 		if saved >= goal || i >= last || (r.ProtectFrom > 0 && i >= r.ProtectFrom) {
 			break
 		}
-		if m.Role != "assistant" || m.Frozen {
+		if m.Role != view.RoleAssistant || m.Frozen {
 			continue
 		}
 		for _, sp := range m.Args {
@@ -495,7 +524,7 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int) {
 				continue
 			}
 			start := m.Start + sp[0]
-			patches = append(patches, patch{start, start + len(argsRaw), quote(short)})
+			patches = append(patches, view.Patch{Start: start, End: start + len(argsRaw), With: r.Codec.TextValue(short)})
 			saved += c.count(args) - c.count(short)
 		}
 	}
@@ -504,7 +533,7 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]patch, int) {
 
 func lastAssistant(msgs []Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "assistant" {
+		if msgs[i].Role == view.RoleAssistant {
 			return i
 		}
 	}
@@ -514,21 +543,4 @@ func lastAssistant(msgs []Message) int {
 func escapeKey(k string) string {
 	r := strings.NewReplacer(".", `\.`, "*", `\*`, "?", `\?`, "|", `\|`, "#", `\#`, "@", `\@`)
 	return r.Replace(k)
-}
-
-// splice applies non-overlapping patches to body in one pass.
-func splice(body []byte, patches []patch) []byte {
-	sort.Slice(patches, func(i, j int) bool { return patches[i].start < patches[j].start })
-	grow := 0
-	for _, p := range patches {
-		grow += len(p.with) - (p.end - p.start)
-	}
-	out := make([]byte, 0, len(body)+max(grow, 0))
-	at := 0
-	for _, p := range patches {
-		out = append(out, body[at:p.start]...)
-		out = append(out, p.with...)
-		at = p.end
-	}
-	return append(out, body[at:]...)
 }

@@ -4,49 +4,38 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 var counter = tokenizer.New(tokenizer.Options{})
 
 func count(s string) int { return counter.Text(tokenizer.O200kBase, s) }
 
-// view builds Apply's message view of a body the way package condense
-// does.
-func view(t testing.TB, body []byte) []Message {
-	rc, err := counter.Request(tokenizer.O200kBase, body)
+// units builds Apply's units of a chat-completions body the way package
+// condense does: the chat codec's view, parsed (the roles are read even
+// when the API would refuse one), made into Messages.
+func units(t testing.TB, body []byte) []Message {
+	r, err := chatCodec.Scan(body, func(string) string { return tokenizer.O200kBase })
 	if err != nil {
 		t.Fatal(err)
 	}
-	type call struct{ name, args string }
-	calls := map[string]call{}
-	var out []Message
-	for i, sp := range rc.Spans {
-		raw := string(body[sp[0]:sp[1]])
-		m := Message{Role: gjson.Get(raw, "role").Str, Raw: raw, Start: sp[0], Tokens: rc.Messages[i], Item: i}
-		j := 0
-		gjson.Get(raw, "tool_calls").ForEach(func(_, tc gjson.Result) bool {
-			calls[tc.Get("id").Str] = call{tc.Get("function.name").Str, tc.Get("function.arguments").String()}
-			if a := gjson.Get(raw, fmt.Sprintf("tool_calls.%d.function.arguments", j)); a.Type == gjson.String {
-				m.Args = append(m.Args, [2]int{a.Index, a.Index + len(a.Raw)})
-			}
-			j++
-			return true
-		})
-		if m.Role == "tool" {
-			c := calls[gjson.Get(raw, "tool_call_id").Str]
-			m.ToolName, m.ToolArgs = c.name, c.args
-		}
-		out = append(out, m)
+	if err := chatCodec.Parse(r); err != nil && !errors.Is(err, view.ErrInvalid) {
+		t.Fatal(err)
 	}
-	return out
+	return Messages(r)
 }
+
+// chatCodec is the codec of the bodies these tests build.
+var chatCodec = chat.New(counter)
 
 func bigLog(i int) string {
 	var b strings.Builder
@@ -87,10 +76,10 @@ func session(n int) []byte {
 
 func TestApplyIsSurgical(t *testing.T) {
 	body := session(12)
-	msgs := view(t, body)
+	msgs := units(t, body)
 	c := New(Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200, ExcludeTools: []string{"todo"}}, count, nil)
 	kept := map[string][]byte{}
-	res, err := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 1 << 30, Scope: "s",
+	res, err := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: msgs, Need: 1 << 30, Scope: "s",
 		Keep: func(id string, o func() []byte) { kept[id] = o() }})
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +87,7 @@ func TestApplyIsSurgical(t *testing.T) {
 	if !gjson.ValidBytes(res.Body) {
 		t.Fatal("patched body is not JSON")
 	}
-	out := view(t, res.Body)
+	out := units(t, res.Body)
 	if len(out) != len(msgs) {
 		t.Fatalf("%d messages, want %d", len(out), len(msgs))
 	}
@@ -149,20 +138,20 @@ func TestApplyIsSurgical(t *testing.T) {
 
 func TestApplyOldestFirstAndMinSavings(t *testing.T) {
 	body := session(12)
-	msgs := view(t, body)
+	msgs := units(t, body)
 	c := New(Options{KeepRecentToolOutputs: 3, MinToolOutputTokens: 200}, count, nil)
-	small, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 10, Scope: "s"})
+	small, _ := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: msgs, Need: 10, Scope: "s"})
 	if small.Digested != 1 {
 		t.Fatalf("need 10 digested %d outputs, want 1 (the oldest)", small.Digested)
 	}
 	if gjson.GetBytes(small.Body, "messages.3.content").Str == gjson.GetBytes(body, "messages.3.content").Str {
 		t.Error("the oldest output was not the one digested")
 	}
-	withMin, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 10, MinSavings: 10000, Scope: "s"})
+	withMin, _ := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: msgs, Need: 10, MinSavings: 10000, Scope: "s"})
 	if withMin.Digested <= small.Digested || withMin.Saved < 10000 {
 		t.Errorf("min savings not honoured: %d digested, %d saved", withMin.Digested, withMin.Saved)
 	}
-	none, _ := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: 0, Scope: "s"})
+	none, _ := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: msgs, Need: 0, Scope: "s"})
 	if none.Digested != 0 || &none.Body[0] != &body[0] {
 		t.Error("need 0 changed the body")
 	}
@@ -176,8 +165,8 @@ func TestMonotoneAcrossTurns(t *testing.T) {
 	digested, turnsDigesting := 0, 0
 	for n := 6; n <= 14; n++ {
 		body := session(n)
-		res, _ := c.Apply(context.Background(), Request{Body: body, Messages: view(t, body), Need: 2000 * n, Scope: "s"})
-		out := view(t, res.Body)
+		res, _ := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 2000 * n, Scope: "s"})
+		out := units(t, res.Body)
 		// The property below holds trivially if nothing is digested: the
 		// turns must digest, and never fewer outputs than the turn before.
 		if res.Digested < digested {
@@ -213,7 +202,7 @@ func TestClearToolInputs(t *testing.T) {
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"w1","type":"function","function":{"name":"write_file","arguments":` + string(quote(string(args))) + `}}]},` +
 		`{"role":"tool","tool_call_id":"w1","content":"ok"},{"role":"assistant","content":"done"},{"role":"user","content":"next"}]}`)
 	c := New(Options{MinToolOutputTokens: 100, ClearToolInputs: true}, count, nil)
-	res, _ := c.Apply(context.Background(), Request{Body: body, Messages: view(t, body), Need: 100, Scope: "s"})
+	res, _ := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 100, Scope: "s"})
 	if res.Cleared != 1 {
 		t.Fatalf("cleared %d", res.Cleared)
 	}
@@ -230,16 +219,16 @@ func FuzzApply(f *testing.F) {
 		if _, err := counter.Request(tokenizer.O200kBase, body); err != nil {
 			return
 		}
-		msgs := view(t, body)
+		msgs := units(t, body)
 		c := New(Options{KeepRecentToolOutputs: keep % 4, MinToolOutputTokens: 1}, count, nil)
-		res, err := c.Apply(context.Background(), Request{Body: body, Messages: msgs, Need: need, Scope: "s"})
+		res, err := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: msgs, Need: need, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !gjson.ValidBytes(res.Body) {
 			t.Fatalf("invalid JSON out of valid JSON:\n%s", res.Body)
 		}
-		if len(view(t, res.Body)) != len(msgs) {
+		if len(units(t, res.Body)) != len(msgs) {
 			t.Fatal("message count changed")
 		}
 	})

@@ -1,5 +1,7 @@
 package view
 
+import "sort"
+
 // SpliceArray returns r.Body with the array value at arr ([start, end),
 // brackets included) rewritten as the items [0, e.From), e.Insert and the
 // items from e.To on, joined by commas; every byte outside the array stays.
@@ -35,4 +37,31 @@ func SpliceArray(r *Request, arr [2]int, e Edit) []byte {
 	}
 	out = append(out, ']')
 	return append(out, r.Body[arr[1]:]...)
+}
+
+// Patch replaces the bytes [Start, End) of a request's Body by With: an
+// edit inside an item (a tool output's value replaced by its digest, a
+// tool call's arguments shortened).
+type Patch struct {
+	Start, End int
+	With       []byte
+}
+
+// ApplyPatches returns body with patches applied in one pass; body is not
+// modified. The patches must not overlap; they are sorted by Start in
+// place.
+func ApplyPatches(body []byte, patches []Patch) []byte {
+	sort.Slice(patches, func(i, j int) bool { return patches[i].Start < patches[j].Start })
+	grow := 0
+	for _, p := range patches {
+		grow += len(p.With) - (p.End - p.Start)
+	}
+	out := make([]byte, 0, len(body)+max(grow, 0))
+	at := 0
+	for _, p := range patches {
+		out = append(out, body[at:p.Start]...)
+		out = append(out, p.With...)
+		at = p.End
+	}
+	return append(out, body[at:]...)
 }

@@ -9,8 +9,11 @@
 // which items are glued into one step; the engine (package condense, with
 // package selective) decides what to cut, summarize or digest, and the
 // codec writes those edits back into the raw bytes, never re-serializing
-// the whole body. The engine never learns a format's field names: adding
-// a format is adding a codec.
+// the whole body: items replaced by others are an Edit (Codec.Splice); a
+// value replaced inside an item (a tool output's digest, shortened
+// arguments) is a Patch of the body (ApplyPatches), written as the codec
+// renders it. The engine never learns a format's field names: adding a
+// format is adding a codec.
 package view
 
 import (

@@ -1,0 +1,6 @@
+package chat
+
+import "github.com/condense-proxy/condense-proxy/selective"
+
+// The codec is what selective digests through.
+var _ selective.Codec = (*Codec)(nil)

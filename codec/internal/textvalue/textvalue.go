@@ -1,0 +1,74 @@
+// Package textvalue is what the codecs share to let selective digest a
+// value in place (selective.Codec): where an item's text is, whether a
+// value holds plain text only, that text, and a replacement written as a
+// JSON string. The three formats write a text value alike, as a string or
+// an array of text parts; what differs (which outputs are frozen) is
+// decided by each codec's Parse.
+package textvalue
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+)
+
+// Content returns the span, within raw (an item's or a tool output's raw
+// JSON object), of its "content" value (the last one when the key
+// repeats); ok is false when raw is not an object or has none.
+func Content(raw string) (start, end int, ok bool) {
+	return tokenizer.FieldSpan(raw, "content")
+}
+
+// Editable reports whether value (raw JSON) is plain text a digest may
+// replace: a string, or an array of text parts — of type "text",
+// "input_text" or "output_text" (the spellings of chat completions,
+// Messages and Responses) — none marked cache_control. A string is not
+// decoded.
+func Editable(value string) bool {
+	if value == "" {
+		return false
+	}
+	switch value[0] {
+	case '"':
+		return true
+	case '[':
+		ok := true
+		gjson.Parse(value).ForEach(func(_, p gjson.Result) bool {
+			if p.Get("cache_control").Exists() || !textPart(p.Get("type").Str) {
+				ok = false
+			}
+			return ok
+		})
+		return ok
+	}
+	return false
+}
+
+func textPart(typ string) bool {
+	return typ == "text" || typ == "input_text" || typ == "output_text"
+}
+
+// Text returns the text of an Editable value: the string, or the parts'
+// texts joined by newlines.
+func Text(value string) string {
+	v := gjson.Parse(value)
+	if v.Type == gjson.String {
+		return v.Str
+	}
+	var parts []string
+	v.ForEach(func(_, p gjson.Result) bool {
+		parts = append(parts, p.Get("text").String())
+		return true
+	})
+	return strings.Join(parts, "\n")
+}
+
+// String renders text as a JSON string: the value that replaces an
+// Editable one, or a tool call's arguments.
+func String(text string) []byte {
+	b, _ := json.Marshal(text)
+	return b
+}

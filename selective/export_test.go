@@ -1,0 +1,4 @@
+package selective
+
+// UpdateGolden is the -update flag, for the external tests.
+var UpdateGolden = update
