@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -34,8 +35,8 @@ const (
 	// maxHits is how many items a query answer lists at most.
 	maxHits = 5
 	// maxRelevant is how many steps the relevant-context block lists at
-	// most (each cut to its key lines).
-	maxRelevant = 20
+	// most (each cut to its key lines; the budget is the bound in use).
+	maxRelevant = 200
 )
 
 // validID is what ids of originals, summaries and steps look like.
@@ -314,29 +315,45 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Relevant implements condense.Memory: the steps of the conversation's
-// memory that end at or before item before (condensed away, not still
-// in the request) and best match focus, rendered within budget tokens as
-// a block naming their ids, best first; "" when none matches.
+// Relevant is RelevantContext for the steps ending at or before item
+// before that best match focus, with nothing known besides.
 func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string, before, budget int, creds http.Header) string {
-	if budget <= 0 || strings.TrimSpace(focus) == "" {
+	return m.RelevantContext(ctx, condense.RelevantQuery{Scope: scope, Conversation: conversation, Focus: focus,
+		Before: before, Budget: budget, Creds: creds})
+}
+
+// RelevantContext implements condense.Memory: the steps of the
+// conversation's memory that end at or before item q.Before (condensed
+// away, not still in the request) and best match q.Focus, rendered within
+// q.Budget tokens as a block naming their ids, best first; "" when none
+// matches.
+//
+// The block carries what the steps established, densely: the steps that
+// hold a key line (a failing test and its message, an error, an edit, the
+// assistant's decision) come first, each as its id and those lines alone
+// — not a line the note already says (q.Known: its summaries) or an
+// earlier step of the block said — so that many steps fit; a step whose
+// key lines are all said already is left out. Steps without a key line
+// follow, cut to the lines that best match the focus.
+func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) string {
+	focus := q.Focus
+	if q.Budget <= 0 || strings.TrimSpace(focus) == "" {
 		return ""
 	}
 	if len(focus) > 4*MaxQueryBytes {
 		focus = clip(focus, 4*MaxQueryBytes)
 	}
 	var hits []Hit
-	for _, h := range m.Search(ctx, scope, conversation, focus, 4*maxRelevant, creds) {
-		if h.Item.Kind == condense.MemoryStep && h.Item.To <= before {
+	for _, h := range m.Search(ctx, q.Scope, q.Conversation, focus, maxCandidates, q.Creds) {
+		if h.Item.Kind == condense.MemoryStep && h.Item.To <= q.Before {
 			hits = append(hits, h)
 		}
 	}
 	if len(hits) == 0 {
 		return ""
 	}
-	// The steps that established something — a failure, an error, an
-	// edit, a decision — first, each in the search's order: what an
-	// agent most needs back of its past.
+	// The steps that established something first, each in the search's
+	// order: what an agent most needs back of its past.
 	var first, rest []Hit
 	for _, h := range hits {
 		if established(h.Item.Text) {
@@ -345,12 +362,147 @@ func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string
 			rest = append(rest, h)
 		}
 	}
-	hits = append(first, rest...)
-	hits = hits[:min(len(hits), maxRelevant)]
-	head := "<relevant-earlier-context>\nEarlier steps of this conversation, condensed away above, that bear on the current work (best first):"
-	// Each step cut to its key lines (failures, errors, edits, the
-	// assistant's decisions) within an eighth of the budget, so that
-	// many steps bring back what they established.
-	text, _ := m.renderFor(head, hits, budget-m.opts.Count("</relevant-earlier-context>"), focus, budget/8)
-	return text + "\n</relevant-earlier-context>"
+	head := "<relevant-earlier-context>\nWhat earlier steps of this conversation, condensed away above, established that bears on the current work (best first; each step's key lines, under its id):\n"
+	tail := "</relevant-earlier-context>"
+	budget := q.Budget - relevantSlack
+	used := m.opts.Count(head) + m.opts.Count(tail)
+	said := newSaid(q.Known)
+	perStep := max(q.Budget/8, 40)
+	var b strings.Builder
+	b.WriteString(head)
+	steps := 0
+	for _, h := range first {
+		if steps == maxRelevant {
+			break
+		}
+		open := fmt.Sprintf("[step %s]\n", h.Item.ID)
+		room := min(budget-used-m.opts.Count(open), perStep)
+		if room < minStepRoom {
+			break
+		}
+		text, n := m.keyExcerpt(h.Item.Text, focus, room, said)
+		if text == "" {
+			continue
+		}
+		b.WriteString(open)
+		b.WriteString(text)
+		used += m.opts.Count(open) + n
+		steps++
+	}
+	for _, h := range rest {
+		if steps == maxRelevant {
+			break
+		}
+		open := fmt.Sprintf("[step %s]\n", h.Item.ID)
+		room := min(budget-used-m.opts.Count(open), perStep)
+		if room < minStepRoom {
+			break
+		}
+		text := h.Item.Text
+		if m.opts.Count(text) > room {
+			note := fmt.Sprintf("[… cut to fit; recall id %s for this step alone]", h.Item.ID)
+			text = m.excerpt(text, focus, room-m.opts.Count(note)-2, false) + "\n" + note
+		}
+		text += "\n"
+		b.WriteString(open)
+		b.WriteString(text)
+		used += m.opts.Count(open + text)
+		steps++
+	}
+	if steps == 0 {
+		return ""
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// Bounds of the relevant-context block.
+const (
+	// maxCandidates is how many search hits the block chooses from.
+	maxCandidates = 1000
+	// minStepRoom: a step is not begun in less room (tokens).
+	minStepRoom = 20
+	// relevantSlack is kept free of the budget: counts of parts do not
+	// add up exactly to the count of the whole.
+	relevantSlack = 16
+	// maxKeyLineBytes bounds one key line in the block.
+	maxKeyLineBytes = 400
+)
+
+// said is what a relevant-context block has said, or the note it goes in
+// says: lines (white space folded) a step's excerpt need not repeat.
+type said struct {
+	known string
+	lines map[string]bool
+}
+
+func newSaid(known string) *said {
+	return &said{known: foldSpace(known), lines: map[string]bool{}}
+}
+
+// has reports whether line was said.
+func (s *said) has(line string) bool {
+	l := foldSpace(line)
+	return s.lines[l] || len(l) >= 8 && strings.Contains(s.known, l)
+}
+
+func foldSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// keyExcerpt returns the key lines of a step's text not said yet, in
+// their order, within room tokens (when not all fit, those that share the
+// most of focus's terms), each on its own line, and their token count;
+// the lines returned are said from then on. "" when there is none left.
+func (m *Memory) keyExcerpt(text, focus string, room int, s *said) (string, int) {
+	lines := strings.Split(text, "\n")
+	var cand []int
+	for _, i := range keyLines(lines) {
+		if strings.TrimSpace(lines[i]) != "" && !s.has(lines[i]) {
+			cand = append(cand, i)
+		}
+	}
+	if len(cand) == 0 {
+		return "", 0
+	}
+	qs := map[string]bool{}
+	for _, t := range terms(focus) {
+		qs[t] = true
+	}
+	score := map[int]int{}
+	for _, i := range cand {
+		for _, t := range terms(lines[i]) {
+			if qs[t] {
+				score[i]++
+			}
+		}
+	}
+	order := slices.Clone(cand)
+	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	keep := map[int]bool{}
+	used := 0
+	for _, i := range order {
+		l := lines[i]
+		if len(l) > maxKeyLineBytes {
+			l = clip(l, maxKeyLineBytes)
+		}
+		n := m.opts.Count(l) + 1
+		if used+n > room {
+			continue
+		}
+		keep[i] = true
+		used += n
+	}
+	var b strings.Builder
+	for _, i := range cand {
+		if !keep[i] {
+			continue
+		}
+		l := lines[i]
+		if len(l) > maxKeyLineBytes {
+			l = clip(l, maxKeyLineBytes)
+		}
+		s.lines[foldSpace(lines[i])] = true
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	return b.String(), used
 }
