@@ -375,7 +375,7 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 		if steps == maxRelevant {
 			break
 		}
-		open := fmt.Sprintf("[step %s]\n", h.Item.ID)
+		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
 		room := min(budget-used-m.opts.Count(open), perStep)
 		if room < minStepRoom {
 			break
@@ -393,14 +393,14 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 		if steps == maxRelevant {
 			break
 		}
-		open := fmt.Sprintf("[step %s]\n", h.Item.ID)
+		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
 		room := min(budget-used-m.opts.Count(open), perStep)
 		if room < minStepRoom {
 			break
 		}
 		text := h.Item.Text
 		if m.opts.Count(text) > room {
-			note := fmt.Sprintf("[… cut to fit; recall id %s for this step alone]", h.Item.ID)
+			note := fmt.Sprintf("[… cut to fit; recall id %s for this step alone]", shortID(h.Item.ID))
 			text = m.excerpt(text, focus, room-m.opts.Count(note)-2, false) + "\n" + note
 		}
 		text += "\n"
