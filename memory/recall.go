@@ -367,7 +367,6 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 	budget := q.Budget - relevantSlack
 	used := m.opts.Count(head) + m.opts.Count(tail)
 	said := newSaid(q.Known)
-	perStep := max(q.Budget/8, 40)
 	var b strings.Builder
 	b.WriteString(head)
 	steps := 0
@@ -376,7 +375,7 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 			break
 		}
 		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
-		room := min(budget-used-m.opts.Count(open), perStep)
+		room := min(budget-used-m.opts.Count(open), keyedStepTokens)
 		if room < minStepRoom {
 			break
 		}
@@ -394,7 +393,7 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 			break
 		}
 		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
-		room := min(budget-used-m.opts.Count(open), perStep)
+		room := min(budget-used-m.opts.Count(open), max(q.Budget/8, 40))
 		if room < minStepRoom {
 			break
 		}
@@ -418,6 +417,12 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 
 // Bounds of the relevant-context block.
 const (
+	// keyedStepTokens bounds what the block carries of one step that
+	// established something: its most telling key lines (those sharing
+	// the most of the focus, then the first), about two lines — many
+	// steps in brief rather than a few whole; the recall tool has the
+	// rest.
+	keyedStepTokens = 48
 	// maxCandidates is how many search hits the block chooses from.
 	maxCandidates = 1000
 	// minStepRoom: a step is not begun in less room (tokens).
@@ -491,14 +496,20 @@ func (m *Memory) keyExcerpt(text, focus string, room int, s *said) (string, int)
 		keep[i] = true
 		used += n
 	}
+	if used == 0 {
+		// Not one line fits whole: the best, cut to the room.
+		i := order[0]
+		keep[i] = true
+		used = m.opts.Count(clip(lines[i], 3*room)) + 1
+	}
 	var b strings.Builder
 	for _, i := range cand {
 		if !keep[i] {
 			continue
 		}
 		l := lines[i]
-		if len(l) > maxKeyLineBytes {
-			l = clip(l, maxKeyLineBytes)
+		if len(l) > maxKeyLineBytes || used > room {
+			l = clip(l, min(maxKeyLineBytes, 3*room))
 		}
 		s.lines[foldSpace(lines[i])] = true
 		b.WriteString(l)
