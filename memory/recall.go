@@ -130,16 +130,14 @@ func (m *Memory) recallQuery(ctx context.Context, scope, conversation, query str
 	}
 	r.Outcome = OutcomeFound
 	head := fmt.Sprintf("%s: %d result(s) for %q%s from this conversation's condensed-away history, best first.", ToolName, len(hits), clip(query, 200), note)
-	r.Answer, r.Items = m.renderFor(head, hits, budget, query, 0)
+	r.Answer, r.Items = m.renderFor(head, hits, budget, query)
 	return r
 }
 
 // excerpt cuts text to about room tokens: its first line, then the lines
 // that hold the most of query's terms (rarest first), in their order,
 // with "[…]" where lines were left out; without a query, its start.
-// keyed puts the step's key lines first (keyLines) instead of its first
-// line: what the relevant-context block carries of each step.
-func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
+func (m *Memory) excerpt(text, query string, room int) string {
 	if room <= 0 {
 		return ""
 	}
@@ -164,22 +162,16 @@ func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
 	}
 	keep := map[int]bool{0: true}
 	used := m.opts.Count(lines[0])
-	if keyed {
-		for _, i := range keyLines(lines) {
-			score[i] += keyWeight
-		}
-		keep, used = map[int]bool{}, 0
-	}
-	if len(qs) > 0 || keyed {
+	if len(qs) > 0 {
 		sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
 	}
 	for _, i := range order {
-		if keep[i] || len(qs) > 0 && score[i] == 0 || keyed && score[i] < keyWeight {
+		if keep[i] || len(qs) > 0 && score[i] == 0 {
 			continue
 		}
 		n := m.opts.Count(lines[i]) + 1
 		if used+n > room {
-			if len(qs) > 0 || keyed {
+			if len(qs) > 0 {
 				continue
 			}
 			break
@@ -213,10 +205,6 @@ func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
 // minSaying is the length from which an assistant's line is a key line
 // ("Run the tests." is not; "I will change x.go because…" is).
 const minSaying = 60
-
-// keyWeight ranks a key line above any line that only shares terms with
-// the query.
-const keyWeight = 8
 
 // keyLine matches a line that reports an outcome: a failing test, what a
 // runtime, compiler or test runner printed when something went wrong, a
@@ -259,15 +247,12 @@ func established(text string) bool {
 // are cut (the first item's at least in part), and what was left out is
 // said.
 func (m *Memory) render(head string, hits []Hit, budget int) (string, []string) {
-	return m.renderFor(head, hits, budget, "", 0)
+	return m.renderFor(head, hits, budget, "")
 }
 
 // renderFor is render, cutting texts that do not fit to the lines that
 // best match query (all when query is empty: the text's start).
-//
-// perItem, when above 0, bounds each item (so that several fit) and cuts
-// an item to its key lines first (the relevant-context block).
-func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, perItem int) (string, []string) {
+func (m *Memory) renderFor(head string, hits []Hit, budget int, query string) (string, []string) {
 	if budget <= 0 {
 		budget = 2000
 	}
@@ -280,19 +265,13 @@ func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, pe
 		open := fmt.Sprintf("<recalled id=%q kind=%q place=%q>\n", h.Item.ID, h.Item.Kind, describe(h.Item))
 		closing := "\n</recalled>\n"
 		room := budget - used - m.opts.Count(open+closing)
-		if perItem > 0 {
-			room = min(room, perItem)
-		}
 		if room < 40 {
 			fmt.Fprintf(&b, "[%d more item(s) left out to fit the answer; ask by id or narrow the query]\n", len(hits)-i)
 			break
 		}
 		text := h.Item.Text
-		if perItem > 0 && established(text) {
-			// Only what the step established.
-			text = m.excerpt(text, query, room, true)
-		} else if n := m.opts.Count(text); n > room {
-			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2, false)
+		if n := m.opts.Count(text); n > room {
+			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2)
 			text += fmt.Sprintf("\n[… cut to fit; recall id %s for this item alone]", h.Item.ID)
 		}
 		b.WriteString(open)
@@ -400,7 +379,7 @@ func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) 
 		text := h.Item.Text
 		if m.opts.Count(text) > room {
 			note := fmt.Sprintf("[… cut to fit; recall id %s for this step alone]", shortID(h.Item.ID))
-			text = m.excerpt(text, focus, room-m.opts.Count(note)-2, false) + "\n" + note
+			text = m.excerpt(text, focus, room-m.opts.Count(note)-2) + "\n" + note
 		}
 		text += "\n"
 		b.WriteString(open)
