@@ -65,7 +65,8 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		return nil, err
 	}
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
-	note := rq.codec.Note(renderSummary(items, rest-from) + e.relevantBlock(ctx, rq, summaryAnchor(items), rest))
+	summary := renderSummary(items, rest-from)
+	note := rq.codec.Note(summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary))
 	levels := map[int]int{}
 	for _, it := range items {
 		levels[it.level]++

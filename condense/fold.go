@@ -41,7 +41,8 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	if p.foldEnd < len(c.steps) {
 		rest = c.steps[p.foldEnd].first
 	}
-	summaryText := renderSummary(items, rest-c.head) + e.relevantBlock(ctx, rq, summaryAnchor(items), rest)
+	summary := renderSummary(items, rest-c.head)
+	summaryText := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
 	summaryMsg := rq.codec.Note(summaryText)
 	out, err := rebuild(rq, [][]byte{summaryMsg}, rest)
 	if err != nil {

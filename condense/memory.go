@@ -25,12 +25,30 @@ type Memory interface {
 	// may repeat (the same step under another summary): the Memory merges
 	// them by ID.
 	Add(ctx context.Context, scope, conversation string, items []MemoryItem)
-	// Relevant renders the steps of the conversation's memory that end
-	// at or before item before and best match focus, within budget
-	// tokens, as a block naming their ids; "" when none matches.
-	// creds are the caller's own, for the Memory's calls (embeddings);
+	// RelevantContext renders the steps of the conversation's memory
+	// that end at or before item q.Before and best match q.Focus,
+	// within q.Budget tokens, as a block naming their ids; "" when none
+	// matches.
+	RelevantContext(ctx context.Context, q RelevantQuery) string
+}
+
+// RelevantQuery asks a Memory for the relevant-context block of one cut.
+type RelevantQuery struct {
+	// Scope and Conversation name the memory searched.
+	Scope, Conversation string
+	// Focus is what the conversation is about now (focusOf).
+	Focus string
+	// Before: only steps ending at or before this received item (those
+	// condensed away, not still in the request).
+	Before int
+	// Budget bounds the block, in tokens.
+	Budget int
+	// Known is what the note the block goes into already says (its
+	// summaries): lines it holds are not repeated.
+	Known string
+	// Creds are the caller's own, for the Memory's calls (embeddings);
 	// never kept.
-	Relevant(ctx context.Context, scope, conversation, focus string, before, budget int, creds http.Header) string
+	Creds http.Header
 }
 
 // Kinds of MemoryItem.
@@ -167,8 +185,9 @@ func (e *Engine) relevantTokens() int {
 
 // relevantBlock returns the block for the note anchored at anchor (the
 // ids it names), standing for items before rest: made once, replayed
-// after.
-func (e *Engine) relevantBlock(ctx context.Context, rq *job, anchor string, rest int) string {
+// after. known is what the note says besides (its summaries): the block
+// does not repeat it.
+func (e *Engine) relevantBlock(ctx context.Context, rq *job, anchor string, rest int, known string) string {
 	if e.relevantTokens() == 0 || rq.req.observing {
 		return ""
 	}
@@ -177,7 +196,8 @@ func (e *Engine) relevantBlock(ctx context.Context, rq *job, anchor string, rest
 	if v, ok := e.getCache(ctx, key); ok {
 		return strings.TrimPrefix(string(v), "-")
 	}
-	block := e.memory.Relevant(ctx, rq.req.Scope, conv, focusOf(rq.received()), rest, e.opts.RelevantTokens, rq.req.Credentials)
+	block := e.memory.RelevantContext(ctx, RelevantQuery{Scope: rq.req.Scope, Conversation: conv, Focus: focusOf(rq.received()),
+		Before: rest, Budget: e.opts.RelevantTokens, Known: known, Creds: rq.req.Credentials})
 	if block != "" {
 		block = "\n" + block
 	}

@@ -128,7 +128,7 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	id := oc.hashMessages(from, rest)
 	e.storeOriginals(ctx, rq, id, from, rest)
 	text := fmt.Sprintf("[condense-proxy: %d earlier messages were omitted here to fit the context window. Originals: GET /v1/condense/originals/%s]", rest-from, id)
-	text += e.relevantBlock(ctx, rq, id, rest)
+	text += e.relevantBlock(ctx, rq, id, rest, "")
 	marker := rq.codec.Note(text)
 	rq.changes = append(rq.changes, Change{Kind: ChangeWindow, ID: id, From: from, To: rest,
 		TokensBefore: oc.tokens(from, rest), TokensAfter: e.counter.Text(rq.limits.Encoding, string(marker)), Text: text})

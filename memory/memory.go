@@ -366,9 +366,29 @@ func (m *Memory) Lookup(ctx context.Context, scope, conversation, id string) []c
 			out = append(out, c.items[i])
 		}
 	}
+	if len(out) == 0 && len(id) >= ShortIDLen {
+		// A step by the start of its id, as the relevant-context block
+		// names steps: when one step alone has it.
+		for _, it := range c.items {
+			if it.Kind == condense.MemoryStep && strings.HasPrefix(it.ID, id) {
+				if len(out) == 1 {
+					return nil
+				}
+				out = append(out, it)
+			}
+		}
+	}
 	slices.SortStableFunc(out, func(a, b condense.MemoryItem) int { return a.From - b.From })
 	return out
 }
+
+// ShortIDLen is how much of a step's id the relevant-context block shows
+// (48 bits: a conversation's 4,096 items at most never share one by
+// chance, in practice); Lookup finds a step by it.
+const ShortIDLen = 12
+
+// shortID is the start of id the relevant-context block names a step by.
+func shortID(id string) string { return id[:min(len(id), ShortIDLen)] }
 
 // String describes an item's place for a recall answer.
 func describe(it condense.MemoryItem) string {

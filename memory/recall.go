@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -34,8 +35,8 @@ const (
 	// maxHits is how many items a query answer lists at most.
 	maxHits = 5
 	// maxRelevant is how many steps the relevant-context block lists at
-	// most (each cut to its key lines).
-	maxRelevant = 20
+	// most (each cut to its key lines; the budget is the bound in use).
+	maxRelevant = 200
 )
 
 // validID is what ids of originals, summaries and steps look like.
@@ -129,16 +130,14 @@ func (m *Memory) recallQuery(ctx context.Context, scope, conversation, query str
 	}
 	r.Outcome = OutcomeFound
 	head := fmt.Sprintf("%s: %d result(s) for %q%s from this conversation's condensed-away history, best first.", ToolName, len(hits), clip(query, 200), note)
-	r.Answer, r.Items = m.renderFor(head, hits, budget, query, 0)
+	r.Answer, r.Items = m.renderFor(head, hits, budget, query)
 	return r
 }
 
 // excerpt cuts text to about room tokens: its first line, then the lines
 // that hold the most of query's terms (rarest first), in their order,
 // with "[…]" where lines were left out; without a query, its start.
-// keyed puts the step's key lines first (keyLines) instead of its first
-// line: what the relevant-context block carries of each step.
-func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
+func (m *Memory) excerpt(text, query string, room int) string {
 	if room <= 0 {
 		return ""
 	}
@@ -163,22 +162,16 @@ func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
 	}
 	keep := map[int]bool{0: true}
 	used := m.opts.Count(lines[0])
-	if keyed {
-		for _, i := range keyLines(lines) {
-			score[i] += keyWeight
-		}
-		keep, used = map[int]bool{}, 0
-	}
-	if len(qs) > 0 || keyed {
+	if len(qs) > 0 {
 		sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
 	}
 	for _, i := range order {
-		if keep[i] || len(qs) > 0 && score[i] == 0 || keyed && score[i] < keyWeight {
+		if keep[i] || len(qs) > 0 && score[i] == 0 {
 			continue
 		}
 		n := m.opts.Count(lines[i]) + 1
 		if used+n > room {
-			if len(qs) > 0 || keyed {
+			if len(qs) > 0 {
 				continue
 			}
 			break
@@ -212,10 +205,6 @@ func (m *Memory) excerpt(text, query string, room int, keyed bool) string {
 // minSaying is the length from which an assistant's line is a key line
 // ("Run the tests." is not; "I will change x.go because…" is).
 const minSaying = 60
-
-// keyWeight ranks a key line above any line that only shares terms with
-// the query.
-const keyWeight = 8
 
 // keyLine matches a line that reports an outcome: a failing test, what a
 // runtime, compiler or test runner printed when something went wrong, a
@@ -258,15 +247,12 @@ func established(text string) bool {
 // are cut (the first item's at least in part), and what was left out is
 // said.
 func (m *Memory) render(head string, hits []Hit, budget int) (string, []string) {
-	return m.renderFor(head, hits, budget, "", 0)
+	return m.renderFor(head, hits, budget, "")
 }
 
 // renderFor is render, cutting texts that do not fit to the lines that
 // best match query (all when query is empty: the text's start).
-//
-// perItem, when above 0, bounds each item (so that several fit) and cuts
-// an item to its key lines first (the relevant-context block).
-func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, perItem int) (string, []string) {
+func (m *Memory) renderFor(head string, hits []Hit, budget int, query string) (string, []string) {
 	if budget <= 0 {
 		budget = 2000
 	}
@@ -279,19 +265,13 @@ func (m *Memory) renderFor(head string, hits []Hit, budget int, query string, pe
 		open := fmt.Sprintf("<recalled id=%q kind=%q place=%q>\n", h.Item.ID, h.Item.Kind, describe(h.Item))
 		closing := "\n</recalled>\n"
 		room := budget - used - m.opts.Count(open+closing)
-		if perItem > 0 {
-			room = min(room, perItem)
-		}
 		if room < 40 {
 			fmt.Fprintf(&b, "[%d more item(s) left out to fit the answer; ask by id or narrow the query]\n", len(hits)-i)
 			break
 		}
 		text := h.Item.Text
-		if perItem > 0 && established(text) {
-			// Only what the step established.
-			text = m.excerpt(text, query, room, true)
-		} else if n := m.opts.Count(text); n > room {
-			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2, false)
+		if n := m.opts.Count(text); n > room {
+			text = m.excerpt(text, query, room-m.opts.Count("[… cut to fit; recall id 0123456789abcdef0123456789abcdef for this item alone]")-2)
 			text += fmt.Sprintf("\n[… cut to fit; recall id %s for this item alone]", h.Item.ID)
 		}
 		b.WriteString(open)
@@ -314,29 +294,45 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Relevant implements condense.Memory: the steps of the conversation's
-// memory that end at or before item before (condensed away, not still
-// in the request) and best match focus, rendered within budget tokens as
-// a block naming their ids, best first; "" when none matches.
+// Relevant is RelevantContext for the steps ending at or before item
+// before that best match focus, with nothing known besides.
 func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string, before, budget int, creds http.Header) string {
-	if budget <= 0 || strings.TrimSpace(focus) == "" {
+	return m.RelevantContext(ctx, condense.RelevantQuery{Scope: scope, Conversation: conversation, Focus: focus,
+		Before: before, Budget: budget, Creds: creds})
+}
+
+// RelevantContext implements condense.Memory: the steps of the
+// conversation's memory that end at or before item q.Before (condensed
+// away, not still in the request) and best match q.Focus, rendered within
+// q.Budget tokens as a block naming their ids, best first; "" when none
+// matches.
+//
+// The block carries what the steps established, densely: the steps that
+// hold a key line (a failing test and its message, an error, an edit, the
+// assistant's decision) come first, each as its id and those lines alone
+// — not a line the note already says (q.Known: its summaries) or an
+// earlier step of the block said — so that many steps fit; a step whose
+// key lines are all said already is left out. Steps without a key line
+// follow, cut to the lines that best match the focus.
+func (m *Memory) RelevantContext(ctx context.Context, q condense.RelevantQuery) string {
+	focus := q.Focus
+	if q.Budget <= 0 || strings.TrimSpace(focus) == "" {
 		return ""
 	}
 	if len(focus) > 4*MaxQueryBytes {
 		focus = clip(focus, 4*MaxQueryBytes)
 	}
 	var hits []Hit
-	for _, h := range m.Search(ctx, scope, conversation, focus, 4*maxRelevant, creds) {
-		if h.Item.Kind == condense.MemoryStep && h.Item.To <= before {
+	for _, h := range m.Search(ctx, q.Scope, q.Conversation, focus, maxCandidates, q.Creds) {
+		if h.Item.Kind == condense.MemoryStep && h.Item.To <= q.Before {
 			hits = append(hits, h)
 		}
 	}
 	if len(hits) == 0 {
 		return ""
 	}
-	// The steps that established something — a failure, an error, an
-	// edit, a decision — first, each in the search's order: what an
-	// agent most needs back of its past.
+	// The steps that established something first, each in the search's
+	// order: what an agent most needs back of its past.
 	var first, rest []Hit
 	for _, h := range hits {
 		if established(h.Item.Text) {
@@ -345,12 +341,158 @@ func (m *Memory) Relevant(ctx context.Context, scope, conversation, focus string
 			rest = append(rest, h)
 		}
 	}
-	hits = append(first, rest...)
-	hits = hits[:min(len(hits), maxRelevant)]
-	head := "<relevant-earlier-context>\nEarlier steps of this conversation, condensed away above, that bear on the current work (best first):"
-	// Each step cut to its key lines (failures, errors, edits, the
-	// assistant's decisions) within an eighth of the budget, so that
-	// many steps bring back what they established.
-	text, _ := m.renderFor(head, hits, budget-m.opts.Count("</relevant-earlier-context>"), focus, budget/8)
-	return text + "\n</relevant-earlier-context>"
+	head := "<relevant-earlier-context>\nWhat earlier steps of this conversation, condensed away above, established that bears on the current work (best first; each step's key lines, under its id):\n"
+	tail := "</relevant-earlier-context>"
+	budget := q.Budget - relevantSlack
+	used := m.opts.Count(head) + m.opts.Count(tail)
+	said := newSaid(q.Known)
+	var b strings.Builder
+	b.WriteString(head)
+	steps := 0
+	for _, h := range first {
+		if steps == maxRelevant {
+			break
+		}
+		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
+		room := min(budget-used-m.opts.Count(open), keyedStepTokens)
+		if room < minStepRoom {
+			break
+		}
+		text, n := m.keyExcerpt(h.Item.Text, focus, room, said)
+		if text == "" {
+			continue
+		}
+		b.WriteString(open)
+		b.WriteString(text)
+		used += m.opts.Count(open) + n
+		steps++
+	}
+	for _, h := range rest {
+		if steps == maxRelevant {
+			break
+		}
+		open := fmt.Sprintf("[step %s]\n", shortID(h.Item.ID))
+		room := min(budget-used-m.opts.Count(open), max(q.Budget/8, 40))
+		if room < minStepRoom {
+			break
+		}
+		text := h.Item.Text
+		if m.opts.Count(text) > room {
+			note := fmt.Sprintf("[… cut to fit; recall id %s for this step alone]", shortID(h.Item.ID))
+			text = m.excerpt(text, focus, room-m.opts.Count(note)-2) + "\n" + note
+		}
+		text += "\n"
+		b.WriteString(open)
+		b.WriteString(text)
+		used += m.opts.Count(open + text)
+		steps++
+	}
+	if steps == 0 {
+		return ""
+	}
+	b.WriteString(tail)
+	return b.String()
+}
+
+// Bounds of the relevant-context block.
+const (
+	// keyedStepTokens bounds what the block carries of one step that
+	// established something: its most telling key lines (those sharing
+	// the most of the focus, then the first), about two lines — many
+	// steps in brief rather than a few whole; the recall tool has the
+	// rest.
+	keyedStepTokens = 48
+	// maxCandidates is how many search hits the block chooses from.
+	maxCandidates = 1000
+	// minStepRoom: a step is not begun in less room (tokens).
+	minStepRoom = 20
+	// relevantSlack is kept free of the budget: counts of parts do not
+	// add up exactly to the count of the whole.
+	relevantSlack = 16
+	// maxKeyLineBytes bounds one key line in the block.
+	maxKeyLineBytes = 400
+)
+
+// said is what a relevant-context block has said, or the note it goes in
+// says: lines (white space folded) a step's excerpt need not repeat.
+type said struct {
+	known string
+	lines map[string]bool
+}
+
+func newSaid(known string) *said {
+	return &said{known: foldSpace(known), lines: map[string]bool{}}
+}
+
+// has reports whether line was said.
+func (s *said) has(line string) bool {
+	l := foldSpace(line)
+	return s.lines[l] || len(l) >= 8 && strings.Contains(s.known, l)
+}
+
+func foldSpace(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// keyExcerpt returns the key lines of a step's text not said yet, in
+// their order, within room tokens (when not all fit, those that share the
+// most of focus's terms), each on its own line, and their token count;
+// the lines returned are said from then on. "" when there is none left.
+func (m *Memory) keyExcerpt(text, focus string, room int, s *said) (string, int) {
+	lines := strings.Split(text, "\n")
+	var cand []int
+	for _, i := range keyLines(lines) {
+		if strings.TrimSpace(lines[i]) != "" && !s.has(lines[i]) {
+			cand = append(cand, i)
+		}
+	}
+	if len(cand) == 0 {
+		return "", 0
+	}
+	qs := map[string]bool{}
+	for _, t := range terms(focus) {
+		qs[t] = true
+	}
+	score := map[int]int{}
+	for _, i := range cand {
+		for _, t := range terms(lines[i]) {
+			if qs[t] {
+				score[i]++
+			}
+		}
+	}
+	order := slices.Clone(cand)
+	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	keep := map[int]bool{}
+	used := 0
+	for _, i := range order {
+		l := lines[i]
+		if len(l) > maxKeyLineBytes {
+			l = clip(l, maxKeyLineBytes)
+		}
+		n := m.opts.Count(l) + 1
+		if used+n > room {
+			continue
+		}
+		keep[i] = true
+		used += n
+	}
+	if used == 0 {
+		// Not one line fits whole: the best, cut to the room.
+		i := order[0]
+		keep[i] = true
+		used = m.opts.Count(clip(lines[i], 3*room)) + 1
+	}
+	var b strings.Builder
+	for _, i := range cand {
+		if !keep[i] {
+			continue
+		}
+		l := lines[i]
+		if len(l) > maxKeyLineBytes || used > room {
+			l = clip(l, min(maxKeyLineBytes, 3*room))
+		}
+		s.lines[foldSpace(lines[i])] = true
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	return b.String(), used
 }

@@ -66,3 +66,45 @@ func TestRelevantBlockCutsStepsWithoutKeyLines(t *testing.T) {
 		t.Errorf("a step with key lines kept others:\n%s", block)
 	}
 }
+
+// TestRelevantBlockSaysEachThingOnce: the block names each step by the
+// start of its id (a recall by it returns the step), carries a step's key
+// lines only, repeats no line the note's summaries say or an earlier step
+// of the block said, and leaves out a step with nothing new.
+func TestRelevantBlockSaysEachThingOnce(t *testing.T) {
+	ctx := context.Background()
+	m := New(cache.NewMemory(64<<20), Options{})
+	const (
+		a = "aaaa1111aaaa1111aaaa1111aaaa1111"
+		b = "bbbb2222bbbb2222bbbb2222bbbb2222"
+		c = "cccc3333cccc3333cccc3333cccc3333"
+	)
+	m.Add(ctx, "s", "c", []condense.MemoryItem{
+		step(a, "[tool result]\n--- FAIL: TestQuota (0.01s)\n    quota_test.go:88: limit 42 exceeded\n=== RUN TestOther", 2, "sum1"),
+		step(b, "[tool result]\n--- FAIL: TestQuota (0.01s)\n    quota_test.go:91: limit 43 exceeded", 4, "sum1"),
+		step(c, "[tool result]\n--- FAIL: TestQuotaReset (0.01s)\n    quota_test.go:12: reset took 9s", 6, "sum1"),
+	})
+	block := m.RelevantContext(ctx, condense.RelevantQuery{Scope: "s", Conversation: "c", Focus: "quota limit exceeded reset",
+		Before: 10, Budget: 2000, Known: "<summary>\n- --- FAIL: TestQuotaReset (0.01s)\n- quota_test.go:12: reset took 9s\n</summary>"})
+	for _, want := range []string{"[step aaaa1111aaaa]", "[step bbbb2222bbbb]", "limit 42 exceeded", "limit 43 exceeded"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("block lacks %q:\n%s", want, block)
+		}
+	}
+	if n := strings.Count(block, "--- FAIL: TestQuota (0.01s)"); n != 1 {
+		t.Errorf("a line said %d times:\n%s", n, block)
+	}
+	for _, no := range []string{"cccc3333", "TestQuotaReset", "=== RUN", a} {
+		if strings.Contains(block, no) {
+			t.Errorf("block has %q:\n%s", no, block)
+		}
+	}
+	// The short id recalls the step; a start two steps share does not.
+	if r := m.Recall(ctx, "s", "c", `{"id":"aaaa1111aaaa"}`, 2000, nil); r.Outcome != OutcomeFound || len(r.Items) != 1 || r.Items[0] != a {
+		t.Errorf("recall by the short id: %+v", r)
+	}
+	m.Add(ctx, "s", "c", []condense.MemoryItem{step("aaaa1111aaaa9999aaaa1111aaaa1111", "[tool result]\nok", 8, "sum2")})
+	if r := m.Recall(ctx, "s", "c", `{"id":"aaaa1111aaaa"}`, 2000, nil); r.Outcome != OutcomeUnknown {
+		t.Errorf("a start two steps share: %+v", r)
+	}
+}

@@ -43,7 +43,7 @@ func main() {
 // otherwise, the model priced Anthropic-style (cache reads 0.1, writes
 // 1.25) so the planner plans for the bill measured, summaries of about
 // 1,000 tokens.
-func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, formats string) error {
+func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevantLengths, formats, seeds string) error {
 	if cfg.Threshold == 0.8 {
 		cfg.Threshold = 0.75
 	}
@@ -65,18 +65,27 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, formats 
 				}
 				// The opt-in modes where their goals are set: defer at 1×,
 				// eager at 2.5×, the relevant-context block at 10× (where
-				// auto's summaries have dropped facts it could bring back).
+				// auto's summaries have dropped facts it could bring back;
+				// --relevant-lengths).
 				modes := []string{"off", "full", "selective", "auto"}
 				switch x {
 				case 1:
 					modes = append(modes, "full-defer", "selective-defer", "auto-defer")
 				case 2.5:
 					modes = append(modes, "selective-eager")
-				case 10:
-					modes = append(modes, "auto-relevant")
 				}
-				for _, seed := range []int{1, 2} {
-					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%d:%d", seed, chars(x)), Window: window, Length: x, Modes: modes})
+				for _, r := range strings.Split(relevantLengths, ",") {
+					if y, err := strconv.ParseFloat(r, 64); err != nil || y <= 0 {
+						return fmt.Errorf("--relevant-lengths: %q is not a positive number", r)
+					} else if y == x {
+						modes = append(modes, "auto-relevant")
+					}
+				}
+				for _, seed := range strings.Split(seeds, ",") {
+					if n, err := strconv.Atoi(seed); err != nil || n <= 0 {
+						return fmt.Errorf("--seeds: %q is not a positive integer", seed)
+					}
+					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%s:%d", seed, chars(x)), Window: window, Length: x, Modes: modes})
 				}
 			}
 		case "messages", "responses":
@@ -110,6 +119,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	suite := fs.String("suite", "default", "default (the corpus and two long synthetic sessions), bill (synthetic sessions of 1x, 2.5x and 10x the window, Messages with thinking and Responses with reasoning, priced Anthropic-style, threshold 0.75) or all (both, in one report)")
 	lengths := fs.String("lengths", "1,2.5,10", "bill suite: session lengths, in windows")
 	reasoningLengths := fs.String("reasoning-lengths", "2.5", "bill suite: lengths, in windows, of the Messages session with thinking and the Responses session with reasoning")
+	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
+	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x)")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
@@ -146,13 +157,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var bill *eval.Config
 	switch *suite {
 	case "bill":
-		if err := billSuite(&cfg, *window, *lengths, *reasoningLengths, *formats); err != nil {
+		if err := billSuite(&cfg, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
 		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log}
-		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *formats); err != nil {
+		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}
 		bill = &bc

@@ -102,7 +102,8 @@ type BillGoals struct {
 	// RelevantGain is how much larger a share of planted facts auto
 	// keeps with the relevant-context block (auto-relevant) than
 	// without, at least (issue 21's goal), its prefix stability still
-	// at least MinPrefix.
+	// at least MinPrefix; where auto lost less than that, no smaller a
+	// share.
 	RelevantGain float64
 }
 
@@ -160,9 +161,15 @@ func (r *Report) CheckBill(g BillGoals) []string {
 	for key, f := range facts {
 		plain, ok := f["auto"]
 		with, okR := f["auto-relevant"]
-		if ok && okR && with < plain+g.RelevantGain {
+		// Where auto lost less than the gain (the shorter sessions), the
+		// block cannot bring the gain back: it must not cost facts.
+		need := g.RelevantGain
+		if 1-plain < need {
+			need = 0
+		}
+		if ok && okR && with < plain+need {
 			session, format, _ := strings.Cut(key, "\x00")
-			out = append(out, fmt.Sprintf("%s [%s] auto-relevant: planted facts kept %.1f%%, auto %.1f%%: a gain under %.0f points", session, format, 100*with, 100*plain, 100*g.RelevantGain))
+			out = append(out, fmt.Sprintf("%s [%s] auto-relevant: planted facts kept %.1f%%, auto %.1f%%: a gain under %.0f points", session, format, 100*with, 100*plain, 100*need))
 		}
 	}
 	for key, b := range bills {
