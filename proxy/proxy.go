@@ -140,7 +140,7 @@ type Options struct {
 	// MaxRecallRounds bounds the rounds one answer's recalls are answered
 	// in. Default 3.
 	MaxRecallRounds int
-	// RecallBudgetTokens bounds one recall's answer. Default 2000.
+	// RecallBudgetTokens bounds one recall's answer. Default 4000 (memory.recall_budget_tokens).
 	RecallBudgetTokens int
 }
 
@@ -248,7 +248,7 @@ func New(o Options) *Proxy {
 		o.MaxRecallRounds = 3
 	}
 	if o.RecallBudgetTokens <= 0 {
-		o.RecallBudgetTokens = 2000
+		o.RecallBudgetTokens = 4000
 	}
 	if o.Codecs.Chat == nil {
 		o.Codecs.Chat = chat.New(tokenizer.New(tokenizer.Options{}))
