@@ -62,11 +62,12 @@ func scanChat(s string) chatScan {
 const maxDepth = 10000
 
 type validator struct {
-	s     string
-	i     int
-	scan  *chatScan      // nil: validate only
-	cur   *MessageFields // the message being scanned, while in messages
-	curAt int            // its start
+	s      string
+	i      int
+	scan   *chatScan      // nil: validate only
+	cur    *MessageFields // the message being scanned, while in messages
+	curAt  int            // its start
+	fields MessageFields  // what cur points to
 	// onField, if set, gets each top-level field of the root object: the
 	// key as written (quoted) and the span of its value.
 	onField func(key string, start, end int)
@@ -198,13 +199,13 @@ func (p *validator) elements(depth int) bool {
 	sc.messages = sc.messages[:0]
 	sc.fields = sc.fields[:0]
 	return p.array(depth, func(start int) bool {
-		var f MessageFields
-		p.cur, p.curAt = &f, start
+		p.fields = MessageFields{} // in p: one message at a time, nothing allocated per message
+		p.cur, p.curAt = &p.fields, start
 		ok := p.value(depth + 1)
 		p.cur = nil
 		if ok {
 			sc.messages = append(sc.messages, [2]int{start, p.i})
-			sc.fields = append(sc.fields, f)
+			sc.fields = append(sc.fields, p.fields)
 		}
 		return ok
 	})
