@@ -7,15 +7,17 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // prefixLog remembers, per caller and conversation, the shape of the last
-// request forwarded (a hash and a count per item, and a hash of every
-// byte outside the items), when it was forwarded and how large it was as
-// received, so the next one can say how many of its leading tokens were
-// identical — what a provider's prompt cache can serve, if it is still
-// alive — and what the request would have cost uncondensed. Bounded: the
+// request forwarded (a hash and a count per item, the hash the scan made,
+// and a hash of every byte outside the items), when it was forwarded and
+// how large it was as received, so the next one can say how many of its
+// leading tokens were identical — what a provider's prompt cache can
+// serve, if it is still alive — and what the request would have cost
+// uncondensed. Bounded: the
 // least recently seen conversations are forgotten. Safe for concurrent
 // use; the lock is sharded by key so conversations do not wait on each
 // other.
@@ -64,7 +66,11 @@ func newPrefixLog(max int) *prefixLog {
 func summarizeForPrefix(r *view.Request) prefixEntry {
 	e := prefixEntry{items: make([]itemSum, len(r.Items)), overhead: r.Total}
 	for i, it := range r.Items {
-		e.items[i] = itemSum{xxhash.Sum64String(r.Raw(i)), it.Tokens}
+		h := it.Hash // the scan's: the body is not hashed again
+		if h == 0 {
+			h = tokenizer.ItemHash(r.Raw(i))
+		}
+		e.items[i] = itemSum{h, it.Tokens}
 		e.overhead -= it.Tokens
 	}
 	if r.Array[1] > 0 {

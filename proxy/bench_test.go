@@ -40,7 +40,8 @@ func p50(d []time.Duration) time.Duration {
 
 // BenchmarkPassThroughOverhead sends the same chat body through a bare
 // httputil.ReverseProxy and through condense-proxy (warm count cache,
-// under threshold), alternating, and reports the added median latency.
+// under threshold), alternating, and reports the added median latency and
+// the added CPU time per request (see processCPU).
 func BenchmarkPassThroughOverhead(b *testing.B) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -83,17 +84,22 @@ func BenchmarkPassThroughOverhead(b *testing.B) {
 		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
 			send(ours.URL, body) // warm the count cache
 			var tb, to []time.Duration
+			var cb, co time.Duration
 			b.SetBytes(int64(len(body)))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				c0 := processCPU()
 				tb = append(tb, send(bare.URL, body))
+				c1 := processCPU()
 				to = append(to, send(ours.URL, body))
+				cb, co = cb+c1-c0, co+processCPU()-c1
 			}
 			b.StopTimer()
 			pb, po := p50(tb), p50(to)
 			b.ReportMetric(float64(pb.Microseconds())/1000, "bare-p50-ms")
 			b.ReportMetric(float64(po.Microseconds())/1000, "proxy-p50-ms")
 			b.ReportMetric(float64((po-pb).Microseconds())/1000, "added-p50-ms")
+			b.ReportMetric(float64((co-cb).Microseconds())/1000/float64(b.N), "added-cpu-ms")
 		})
 	}
 }

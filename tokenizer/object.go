@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"unsafe"
 )
 
@@ -68,18 +69,62 @@ func ScanObject(body []byte, arrayKey string) (obj Object, ok bool) {
 	return obj, true
 }
 
+// itemSeed seeds ItemHash: one seed for the process, so that the same
+// bytes hash the same whichever Counter or request they come from.
+var itemSeed = maphash.MakeSeed()
+
+// ItemHash is the hash of an item's raw JSON (a message, an input item)
+// that keys the per-item count cache. The same bytes hash the same
+// throughout the process, so the items of two requests can be compared by
+// it (the engine's prefix log does); it differs from one process to the
+// next.
+func ItemHash(raw string) uint64 { return maphash.String(itemSeed, raw) }
+
+// itemKeys is the base of the count cache's keys of the items of kind
+// counted with encoding: an item's key is the base xor its ItemHash.
+func (c *Counter) itemKeys(encoding, kind string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(encoding)
+	h.WriteByte(0)
+	h.WriteString(kind)
+	h.WriteByte(0)
+	return h.Sum64()
+}
+
 // Cached returns the count of an item of a request given as raw JSON,
 // from the per-item cache keyed by kind and those bytes, calling count on
 // a miss. hit reports a cache hit. Codecs use it so a resent history is
 // not counted again.
 func (c *Counter) Cached(encoding, kind, raw string, count func() int) (n int, hit bool) {
-	key := c.key(encoding, kind, raw, "")
+	return c.CachedHash(encoding, kind, ItemHash(raw), count)
+}
+
+// CachedHash is Cached for an item whose ItemHash is h.
+func (c *Counter) CachedHash(encoding, kind string, h uint64, count func() int) (n int, hit bool) {
+	key := c.itemKeys(encoding, kind) ^ h
 	if n, ok := c.messages.get(key); ok {
 		return n, true
 	}
 	n = count()
 	c.messages.put(key, n)
 	return n, false
+}
+
+// Lookup finds the cached counts of n items of kind, item i's ItemHash
+// being hash(i), all under one lock of the cache: found(i, tokens) is
+// called for each item found. The others are for CachedHash, which counts
+// them (an item repeated in the request is then found on its second
+// look-up, as with Cached alone).
+func (c *Counter) Lookup(encoding, kind string, n int, hash func(i int) uint64, found func(i, tokens int)) {
+	base := c.itemKeys(encoding, kind)
+	c.messages.mu.Lock()
+	defer c.messages.mu.Unlock()
+	for i := 0; i < n; i++ {
+		if tokens, ok := c.messages.getLocked(base ^ hash(i)); ok {
+			found(i, tokens)
+		}
+	}
 }
 
 // CheckItems returns ErrTooManyMessages when n is over the Counter's

@@ -33,6 +33,8 @@ type RequestCount struct {
 	Messages []int
 	// Spans holds each message's [start, end) byte offsets in the body.
 	Spans [][2]int
+	// Hashes holds each message's ItemHash, its count's cache key.
+	Hashes []uint64
 	// Fields holds the spans of each message's main fields, relative to
 	// the message's start.
 	Fields []MessageFields
@@ -69,14 +71,27 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 		model = gjson.Parse(js[sc.model[0]:sc.model[1]]).String()
 	}
 	encoding := encodingFor(model)
-	rc := RequestCount{Model: model, Messages: make([]int, 0, len(sc.messages)), Spans: sc.messages, Fields: sc.fields, Array: sc.array}
-	for _, sp := range sc.messages {
-		n, hit := c.MessageRaw(encoding, js[sp[0]:sp[1]])
-		rc.Messages = append(rc.Messages, n)
-		rc.Total += n
-		if hit {
-			rc.CacheHits++
+	rc := RequestCount{Model: model, Messages: make([]int, len(sc.messages)), Hashes: make([]uint64, len(sc.messages)),
+		Spans: sc.messages, Fields: sc.fields, Array: sc.array}
+	// Each message is hashed once and looked up with the others under one
+	// lock; only those not found are counted.
+	for i, sp := range sc.messages {
+		rc.Hashes[i] = ItemHash(js[sp[0]:sp[1]])
+		rc.Messages[i] = -1
+	}
+	c.Lookup(encoding, "msg", len(rc.Hashes), func(i int) uint64 { return rc.Hashes[i] }, func(i, n int) {
+		rc.Messages[i] = n
+		rc.CacheHits++
+	})
+	for i, sp := range sc.messages {
+		if rc.Messages[i] < 0 {
+			n, hit := c.messageHash(encoding, js[sp[0]:sp[1]], rc.Hashes[i])
+			rc.Messages[i] = n
+			if hit {
+				rc.CacheHits++
+			}
 		}
+		rc.Total += rc.Messages[i]
 	}
 	tools, functions := js[sc.tools[0]:sc.tools[1]], js[sc.functions[0]:sc.functions[1]]
 	if tools != "" || functions != "" {
@@ -95,13 +110,12 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 // MessageRaw counts one message given as raw JSON, using the per-message
 // cache keyed by a hash of those bytes. hit reports a cache hit.
 func (c *Counter) MessageRaw(encoding, raw string) (n int, hit bool) {
-	key := c.key(encoding, "msg", raw, "")
-	if n, ok := c.messages.get(key); ok {
-		return n, true
-	}
-	n = c.countMessage(encoding, gjson.Parse(raw))
-	c.messages.put(key, n)
-	return n, false
+	return c.messageHash(encoding, raw, ItemHash(raw))
+}
+
+// messageHash is MessageRaw for a message whose ItemHash is h.
+func (c *Counter) messageHash(encoding, raw string, h uint64) (n int, hit bool) {
+	return c.CachedHash(encoding, "msg", h, func() int { return c.countMessage(encoding, gjson.Parse(raw)) })
 }
 
 func (c *Counter) key(encoding, kind, a, b string) uint64 {

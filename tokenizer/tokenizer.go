@@ -228,6 +228,11 @@ func newCountCache(maxEntries int) *countCache {
 func (c *countCache) get(k uint64) (int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.getLocked(k)
+}
+
+// getLocked is get with c.mu held.
+func (c *countCache) getLocked(k uint64) (int, bool) {
 	if n, ok := c.cur[k]; ok {
 		return n, true
 	}

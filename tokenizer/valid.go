@@ -62,11 +62,12 @@ func scanChat(s string) chatScan {
 const maxDepth = 10000
 
 type validator struct {
-	s     string
-	i     int
-	scan  *chatScan      // nil: validate only
-	cur   *MessageFields // the message being scanned, while in messages
-	curAt int            // its start
+	s      string
+	i      int
+	scan   *chatScan      // nil: validate only
+	cur    *MessageFields // the message being scanned, while in messages
+	curAt  int            // its start
+	fields MessageFields  // what cur points to
 	// onField, if set, gets each top-level field of the root object: the
 	// key as written (quoted) and the span of its value.
 	onField func(key string, start, end int)
@@ -198,13 +199,13 @@ func (p *validator) elements(depth int) bool {
 	sc.messages = sc.messages[:0]
 	sc.fields = sc.fields[:0]
 	return p.array(depth, func(start int) bool {
-		var f MessageFields
-		p.cur, p.curAt = &f, start
+		p.fields = MessageFields{} // in p: one message at a time, nothing allocated per message
+		p.cur, p.curAt = &p.fields, start
 		ok := p.value(depth + 1)
 		p.cur = nil
 		if ok {
 			sc.messages = append(sc.messages, [2]int{start, p.i})
-			sc.fields = append(sc.fields, f)
+			sc.fields = append(sc.fields, p.fields)
 		}
 		return ok
 	})
@@ -320,61 +321,80 @@ func special(w uint64) uint64 {
 
 // str validates a string starting at the opening quote (UTF-8 is not
 // checked: invalid bytes are replaced when tokenized, as JSON decoders do).
+// The contents are scanned sixteen bytes at a time for the next quote,
+// backslash or control character; an escape is checked and skipped
+// without leaving the scan.
 func (p *validator) str() bool {
-	p.i++ // opening quote
 	s := p.s
+	n := len(s)
+	i := p.i + 1 // after the opening quote
 	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
-		// Eight bytes at a time; the loads stay inside s (i+8 <= len).
-		i, n := p.i, len(s)
-		for i+8 <= n {
-			var w uint64
-			if littleEndian {
-				w = *(*uint64)(unsafe.Add(base, i))
-			} else {
-				w = binary.LittleEndian.Uint64(unsafe.Slice((*byte)(unsafe.Add(base, i)), 8))
+		// The loads stay inside s (i+16 <= n). special marks only true
+		// matches up to and including the first one, which is all that
+		// is read of the mask.
+		if littleEndian {
+			for i+16 <= n {
+				if m := special(*(*uint64)(unsafe.Add(base, i))); m != 0 {
+					i += bits.TrailingZeros64(m) / 8
+					goto found
+				}
+				if m := special(*(*uint64)(unsafe.Add(base, i+8))); m != 0 {
+					i += 8 + bits.TrailingZeros64(m)/8
+					goto found
+				}
+				i += 16
 			}
-			if m := special(w); m != 0 {
-				i += bits.TrailingZeros64(m) / 8
+		}
+		for i < n {
+			if c := s[i]; c == '"' || c == '\\' || c < 0x20 {
 				break
 			}
-			i += 8
+			i++
 		}
-		p.i = i
-		if p.i >= len(s) {
+	found:
+		if i >= n {
+			p.i = i
 			return false
 		}
-		switch c := s[p.i]; {
-		case c == '"':
-			p.i++
+		switch s[i] {
+		case '"':
+			p.i = i + 1
 			return true
-		case c == '\\':
-			p.i++
-			if p.i >= len(s) {
+		case '\\':
+			if i+1 >= n {
+				p.i = i + 1
 				return false
 			}
-			switch s[p.i] {
+			switch s[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				p.i++
+				i += 2
 			case 'u':
-				if p.i+5 > len(s) {
+				if i+6 > n || !hex4(s[i+2:i+6]) {
+					p.i = i + 1
 					return false
 				}
-				for _, h := range []byte(s[p.i+1 : p.i+5]) {
-					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
-						return false
-					}
-				}
-				p.i += 5
+				i += 6
 			default:
+				p.i = i + 1
 				return false
 			}
-		case c < 0x20:
+		default: // a control character
+			p.i = i
 			return false
-		default:
-			p.i++
 		}
 	}
+}
+
+// hex4 reports whether the four bytes of h are hexadecimal digits.
+func hex4(h string) bool {
+	for i := 0; i < 4; i++ {
+		c := h[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // FieldSpan finds key among the top-level fields of the JSON object obj

@@ -106,6 +106,9 @@ type Item struct {
 	Start, End int
 	// Tokens is the item's count.
 	Tokens int
+	// Hash is the hash of the item's raw JSON that its count is cached
+	// under (tokenizer.ItemHash), set by Scan; 0: not known.
+	Hash uint64
 
 	// Set by Parse:
 

@@ -59,7 +59,7 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	}
 	r := &view.Request{Body: body, Model: rc.Model, Total: rc.Total, CacheHits: rc.CacheHits, Items: make([]view.Item, len(rc.Spans)), Array: rc.Array}
 	for i, sp := range rc.Spans {
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: rc.Messages[i]}
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: rc.Messages[i], Hash: rc.Hashes[i]}
 	}
 	sc := &scan{fields: rc.Fields}
 	r.Private = sc

@@ -87,3 +87,24 @@ func BenchmarkCondenseSelective(b *testing.B) {
 	b.ReportMetric(float64((total-scan).Microseconds())/1000, "added-p50-ms")
 	b.ReportMetric(float64(res.Report.TokensBefore-res.Report.TokensAfter), "tokens-saved/op")
 }
+
+// BenchmarkScanResent scans a ~1 MB Messages request whose messages were
+// all counted before (an agent resending its history): what every request
+// under the threshold costs.
+func BenchmarkScanResent(b *testing.B) {
+	body := sessionOfSize(31, 1_000_000)
+	c := New(sharedCounter)
+	enc := func(string) string { return "o200k_base" }
+	if _, err := c.Scan(body, enc); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, err := c.Scan(body, enc)
+		if err != nil || r.CacheHits != len(r.Items) {
+			b.Fatalf("%v: %d of %d cached", err, r.CacheHits, len(r.Items))
+		}
+	}
+}

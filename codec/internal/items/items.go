@@ -23,8 +23,8 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // repeated key's last occurrence) is view.ErrNotRequest, as is an empty
 // array when emptyOK is false; more elements than the counter allows is
 // view.ErrTooManyItems. Each element is counted by count (cached under
-// kind); the returned request's Total is the elements' sum, and enc is the
-// encoding encodingFor gave for its model.
+// kind; its Hash is set); the returned request's Total is the elements'
+// sum, and enc is the encoding encodingFor gave for its model.
 func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
 	count func(enc, raw string) int) (r *view.Request, obj *tokenizer.Object, enc string, err error) {
 	o, ok := tokenizer.ScanObject(body, key)
@@ -43,14 +43,27 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
 	}
 	enc = encodingFor(r.Model)
+	// Each element is hashed once (the count cache's key, which the
+	// engine's prefix log reuses) and looked up with the others under one
+	// lock; only those not found are counted.
 	for i, sp := range o.Elements {
-		raw := r.Span(sp[0], sp[1])
-		n, hit := c.Cached(enc, kind, raw, func() int { return count(enc, raw) })
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: n}
-		r.Total += n
-		if hit {
-			r.CacheHits++
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(r.Span(sp[0], sp[1]))}
+	}
+	c.Lookup(enc, kind, len(r.Items), func(i int) uint64 { return r.Items[i].Hash }, func(i, n int) {
+		r.Items[i].Tokens = n
+		r.CacheHits++
+	})
+	for i := range r.Items {
+		it := &r.Items[i]
+		if it.Tokens < 0 {
+			raw := r.Raw(i)
+			n, hit := c.CachedHash(enc, kind, it.Hash, func() int { return count(enc, raw) })
+			it.Tokens = n
+			if hit {
+				r.CacheHits++
+			}
 		}
+		r.Total += it.Tokens
 	}
 	return r, &o, enc, nil
 }
