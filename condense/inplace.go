@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -72,11 +73,17 @@ func (ip *inPlace) clone(orig, in *view.Request) *inPlace {
 		c.fwd = in
 		return &c
 	}
-	f := *ip.fwd
-	f.Body = append([]byte(nil), f.Body...)
-	f.Items = append([]view.Item(nil), f.Items...)
-	c.fwd = &f
+	c.fwd = detached(ip.fwd)
 	return &c
+}
+
+// detached returns a copy of r that owns its body and items, for work
+// that outlives the request (whose body buffer may be reused).
+func detached(r *view.Request) *view.Request {
+	d := *r
+	d.Body = bytes.Clone(r.Body)
+	d.Items = append([]view.Item(nil), r.Items...)
+	return &d
 }
 
 // settle works out how much of fwd the provider holds: its prefix shared

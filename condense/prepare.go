@@ -1,12 +1,9 @@
 package condense
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // prepare summarizes, in the background, the chunks a coming condensation
@@ -40,9 +37,7 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	// runs on its own copy (item offsets stay the same), as a job of its
 	// own that no request deadline stops. Only the copy is made here:
 	// parsing it, and the checks that need the parse, are the background's.
-	in := *rq.in
-	in.Body = bytes.Clone(in.Body)
-	in.Items = append([]view.Item(nil), in.Items...)
+	in := *detached(rq.in)
 	in.Parsed = false
 	req := rq.req
 	req.Slot = nil // the request's place is its own, not the background's
