@@ -99,6 +99,10 @@ func (c *Codec) Parse(r *view.Request) error {
 	spans := make([][2]int, len(keys))
 	for i := range r.Items {
 		it := &r.Items[i]
+		// What a parse sets starts empty: a copy of a parsed request
+		// (background work's) is parsed again, and must not append to
+		// the calls it shares with the original.
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
 		var f tokenizer.MessageFields
 		if sc != nil && i < len(sc.fields) {
