@@ -957,7 +957,7 @@ func TestBackOffSharedByReplicas(t *testing.T) {
 // new summary and bust the cache at the cut, a cost selective never pays).
 func TestAutoSummariesStayWhileTheCutDoes(t *testing.T) {
 	sess, _ := corpus.Synthetic(7, 700_000)
-	e := newEngine(32000, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
+	e := newEngine(32000, &countingSummarizer{}, Options{SelectiveEnabled: true})
 	type span struct{ from, to int }
 	prev := map[span]Change{}
 	compared, frontierMoved := 0, 0

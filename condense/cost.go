@@ -156,3 +156,72 @@ func (p prices) frontierStride(tail int, growth float64) int {
 	s := math.Sqrt(2 * (p.write - p.read) / p.read * float64(max(tail, 1)) * max(growth, 1))
 	return int(s)
 }
+
+// autoCase is what auto's choice between its parts is priced from
+// (plan.go's autoFoldsOf): the request now (in tokens, over the limit),
+// and what each part would forward for it — as digested, and as folded —
+// with the tokens each keeps before its first edit.
+type autoCase struct {
+	in, limit        int
+	growth, horizon  float64
+	digested         int
+	digestKept       int
+	tail             int // what the protected newest outputs hold: digests move behind them
+	folded, foldKept int
+	summaries        float64 // the fold's summaries now
+	perToken         float64 // a later fold's (or cut's) summaries, per token removed
+}
+
+// autoFoldsCost simulates folds over the requests to come: this one
+// folded as the dry run did, each later one when the request outgrows the
+// limit again, removing as much as this one did.
+func (p prices) autoFoldsCost(a autoCase) float64 {
+	stride := float64(a.in - a.folded)
+	fixed := float64(a.foldKept)
+	cost := (p.write-p.read)*float64(max(a.folded-a.foldKept, 0)) + a.summaries
+	size := float64(a.folded)
+	for t := 1.0; t < a.horizon; t++ {
+		cost += p.read * size
+		if size += max(a.growth, 1); size > float64(a.limit) {
+			after := max(size-stride, fixed)
+			cost += (p.write-p.read)*(after-fixed) + a.perToken*(size-after)
+			size = after
+		}
+	}
+	return cost
+}
+
+// autoDigestsCost simulates digests over the requests to come: this one
+// digested; at each later move the digests remove the same share of what
+// aged past the frontier since the last move as this one removed of the
+// history, re-writing what follows the old frontier (the tail then); when
+// that cannot bring the request under the limit, auto cuts as a fold
+// would (its summaries priced the same). (The frontier also moves between
+// these, a stride at a time. Pricing each of those moves, with the first
+// move's share, ranked the corpus's sessions further from their measured
+// bills than this account does — later moves remove less than the first,
+// which digested the oldest, largest outputs: BENCHMARKS.md.)
+func (p prices) autoDigestsCost(a autoCase) float64 {
+	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
+	share := min(float64(a.in-a.digested)/eligible, 1)
+	stride := float64(a.in - a.folded)
+	fixed := float64(a.foldKept)
+	cost := (p.write - p.read) * float64(max(a.digested-a.digestKept, 0))
+	size, last := float64(a.digested), float64(a.digested)
+	for t := 1.0; t < a.horizon; t++ {
+		cost += p.read * size
+		if size += max(a.growth, 1); size > float64(a.limit) {
+			removed := share * (size - last)
+			if after := size - removed; after <= float64(a.limit) {
+				from := max(last-float64(a.tail), fixed)
+				cost += (p.write - p.read) * (after - from)
+				size, last = after, after
+				continue
+			}
+			after := max(size-stride, fixed)
+			cost += (p.write-p.read)*(after-fixed) + a.perToken*(size-after)
+			size, last = after, after
+		}
+	}
+	return cost
+}

@@ -299,11 +299,22 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	sticky := false
 	if mode == ModeAuto {
 		_, sticky = e.getCache(ctx, stickyKey)
+		if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds && !sticky {
+			r.Reason += "; folds priced below digests for this conversation"
+			mode = ModeFull
+		}
 	}
 	if mode == ModeSelective || mode == ModeAuto {
+		reason := r.Reason
 		out, fits, err := e.selective(ctx, rq, b, r)
 		if err != nil {
 			return nil, err
+		}
+		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out) {
+			// Folds are cheaper for this conversation (plan.go): the
+			// digests are not forwarded.
+			rq.changes, r.Reason, r.Applied = nil, reason+"; folds priced below digests for this conversation", ""
+			return e.fullOrWindow(ctx, rq, b, r)
 		}
 		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
 			// A conversation that needed the window keeps it, at its
@@ -347,12 +358,18 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		return e.truncateBody(ctx, rq, out, b, r)
 	}
 	if mode == ModeFull {
-		out, err := e.full(ctx, rq, b, r)
-		if err != nil || out != nil {
-			return out, err
-		}
-		// Fall through to the sliding window.
-		addDegraded(r, "full condensing could not reach the target; sliding window used")
+		return e.fullOrWindow(ctx, rq, b, r)
 	}
+	return e.truncate(ctx, rq, b, r)
+}
+
+// fullOrWindow condenses rq by full mode's folds, or by the sliding window
+// when they cannot reach the target.
+func (e *Engine) fullOrWindow(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
+	out, err := e.full(ctx, rq, b, r)
+	if err != nil || out != nil {
+		return out, err
+	}
+	addDegraded(r, "full condensing could not reach the target; sliding window used")
 	return e.truncate(ctx, rq, b, r)
 }

@@ -3,6 +3,8 @@ package condense
 import (
 	"context"
 	"fmt"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // deferral decides, for a request over the threshold of a conversation
@@ -23,26 +25,14 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 	if _, ok := e.getCache(ctx, rq.decisionKey(decisionCondensed)); ok {
 		return "", false
 	}
-	dryReq := rq.req
-	dryReq.CountOnly = true
-	dry := &job{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, in: rq.in, conv: rq.conv,
-		overhead: rq.overhead, over: rq.over, frontier: -1, headHash: rq.headHash}
-	var r Report
-	out, err := e.condense(ctx, dry, mode, &r)
-	if err != nil || out == nil {
-		return "", false
-	}
-	after, err := e.countOut(dry, out)
-	if err != nil || after.Total >= rq.in.Total {
+	after, misses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) { return e.condense(ctx, dry, mode, r) })
+	if !ok {
 		return "", false
 	}
 	p := pricesOf(rq.limits)
 	kept := sharedPrefix(summarizeForPrefix(rq.in), summarizeForPrefix(after))
 	rewrite := max(after.Total-kept, 0)
-	summarize := 0.0
-	if e.summaryModel(rq) != "extractive" {
-		summarize = float64(dry.misses*b.chunk) * (1 + summaryOutputPrice*float64(e.perSummaryTokens())/float64(b.chunk))
-	}
+	summarize := e.summariesPrice(rq, b, misses)
 	cost := (p.write-p.read)*float64(rewrite) + summarize
 	// Half the usual horizon: deferring is the cautious choice when the
 	// session's end is unknown (a bust paid for a session that then ends
@@ -60,5 +50,47 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 		return "", false
 	}
 	return fmt.Sprintf("condensing now would cost about %.0f input tokens' worth (re-writing %d tokens, %d summaries) and save about %.0f over the %.0f requests expected to follow",
-		cost, rewrite, dry.misses, saves, requests), true
+		cost, rewrite, misses, saves, requests), true
+}
+
+// dryRun condenses rq with condense as a counting request would — no
+// summarizer call (an extractive text stands in for a summary not written
+// yet), nothing kept — and returns the request it would forward and how many
+// summaries it would have had to write; ok is false when it would forward
+// nothing smaller than rq.
+func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, error)) (after *view.Request, misses int, ok bool) {
+	dryReq := rq.req
+	dryReq.CountOnly = true
+	dry := &job{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, in: rq.in, conv: rq.conv,
+		overhead: rq.overhead, over: rq.over, frontier: -1, headHash: rq.headHash}
+	var r Report
+	out, err := condense(dry, &r)
+	if err != nil || out == nil {
+		return nil, 0, false
+	}
+	after, err = e.countOut(dry, out)
+	if err != nil || after.Total >= rq.in.Total {
+		return nil, 0, false
+	}
+	return after, dry.misses, true
+}
+
+// summariesPrice is what writing n summaries of chunks costs, in units of
+// the input price: their input — a chunk's transcript at the input price,
+// or, asked in place (inplace.go) when that is cheaper, the request read
+// from the provider's cache — and their text at the output price. Nothing
+// for the extractive summarizer.
+func (e *Engine) summariesPrice(rq *job, b budgets, n int) float64 {
+	if e.summaryModel(rq) == "extractive" {
+		return 0
+	}
+	in := float64(b.chunk)
+	if ip := rq.inplace; ip != nil {
+		if e.settle(rq, ip); ip.cached > 0 {
+			p := pricesOf(rq.limits)
+			instruction := e.counter.Text(rq.limits.Encoding, inPlacePrompt+e.opts.Prompt)
+			in = min(in, p.read*float64(ip.cached)+p.write*float64(max(ip.fwd.Total-ip.cached, 0)+instruction))
+		}
+	}
+	return float64(n) * (in + summaryOutputPrice*float64(e.perSummaryTokens()))
 }

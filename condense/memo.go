@@ -29,6 +29,9 @@ const (
 	// decisionCondensed marks a conversation condensed once (with
 	// condense.defer: deferral is over for it).
 	decisionCondensed = "condensed"
+	// decisionAuto is auto's way for the conversation, chosen at its
+	// first condensation: autoDigests or autoFolds (plan.go).
+	decisionAuto = "auto"
 )
 
 // decisionKey names one decision of a conversation.
@@ -59,6 +62,26 @@ func (rq *job) head() string {
 // keeps reports whether the job may write what it decides (not a
 // counting request; observe mode writes in its own namespace).
 func (rq *job) keeps() bool { return !rq.req.CountOnly || rq.req.observing }
+
+// decided returns the conversation's decision name if it is made.
+func (e *Engine) decided(ctx context.Context, rq *job, name string) (int, bool) {
+	if v, ok := rq.decisions[name]; ok {
+		return v, true
+	}
+	b, ok := e.getCache(ctx, rq.decisionKey(name))
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.Atoi(string(b))
+	if err != nil || v <= 0 {
+		return 0, false
+	}
+	if rq.decisions == nil {
+		rq.decisions = map[string]int{}
+	}
+	rq.decisions[name] = v
+	return v, true
+}
 
 // decide returns the conversation's decision name, making it with make
 // when it is not made yet and storing it. Counting requests decide the

@@ -1,6 +1,10 @@
 package condense
 
-import "context"
+import (
+	"context"
+
+	"github.com/condense-proxy/condense-proxy/view"
+)
 
 // The planner's decisions for one conversation, each made once by the cost
 // model (cost.go) and frozen (memo.go).
@@ -152,4 +156,59 @@ type budgets struct {
 	summary    int // summary tokens per level before folding upward
 	keepRecent int // steps always kept verbatim
 	overhead   int // tools and reply priming
+}
+
+// auto's ways for a conversation (decisionAuto).
+const (
+	autoDigests = 1 // selective's digests, then the cut with summaries
+	autoFolds   = 2 // full mode's folds
+)
+
+// autoFoldShare: auto takes full mode's folds only when the cost model
+// prices them below this share of the digests' cost. Digests keep more of
+// what the agent saw (a summary keeps a fraction of a transcript's facts),
+// so a near tie goes to them.
+const autoFoldShare = 0.95
+
+// autoFoldsOf decides, at the first condensation of a conversation in
+// auto mode, which of its parts condenses it: selective's digests (out, as
+// digested, fits the limit) or full mode's folds, dry-run. Each is priced
+// over the requests expected to follow (cost.go's autoCase): the re-write
+// of what follows its first edit, the summaries it must write, the reads
+// of the requests that follow, and its later moves — a fold removes as
+// much again each time; digests remove their share of what has aged past
+// the frontier since the last move, re-writing the tail after it, until
+// they cannot make room and auto cuts. A conversation whose digests remove
+// little — its outputs small, its history mostly the agent's own turns —
+// re-writes its prefix often to stay under the threshold, and folds are
+// cheaper there. The choice is frozen: flipping between the two would
+// re-write the prefix.
+func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte) bool {
+	return e.decide(ctx, rq, decisionAuto, func() int {
+		digested, err := e.countOut(rq, out)
+		if err != nil {
+			return autoDigests
+		}
+		folded, misses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
+			return e.full(ctx, dry, e.budgets(dry), r) // folds alone: no window
+		})
+		if !ok || folded.Total > b.limit {
+			return autoDigests
+		}
+		c := rq.received()
+		in := summarizeForPrefix(rq.in)
+		kept := func(r *view.Request) int { return sharedPrefix(in, summarizeForPrefix(r)) }
+		a := autoCase{
+			in: rq.in.Total, limit: b.limit, growth: growth(c), horizon: horizon(len(c.steps)),
+			digested: digested.Total, digestKept: kept(digested), tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
+			folded: folded.Total, foldKept: kept(folded), summaries: e.summariesPrice(rq, b, misses),
+			perToken: e.summariesPrice(rq, b, 1) / float64(max(b.chunk, 1)),
+		}
+		p := pricesOf(rq.limits)
+		fold, digest := p.autoFoldsCost(a), p.autoDigestsCost(a)
+		if fold < autoFoldShare*digest {
+			return autoFolds
+		}
+		return autoDigests
+	}) == autoFolds
 }
