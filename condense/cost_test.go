@@ -335,3 +335,22 @@ func TestEagerLeavesShortConversations(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoCosts: priced over the requests to come, digests that remove
+// little of the request (and so re-write its prefix again soon) cost more
+// than a fold that removes much; digests that remove as much as the fold,
+// with no summaries to pay, cost less.
+func TestAutoCosts(t *testing.T) {
+	base := autoCase{in: 100_000, limit: 96_000, growth: 1_000, horizon: 80, tail: 8_000,
+		folded: 40_000, foldKept: 3_000, summaries: 60_000, perToken: 1.3}
+	little := base
+	little.digested, little.digestKept = 90_000, 3_000
+	if f, d := anthropic.autoFoldsCost(little), anthropic.autoDigestsCost(little); f >= d {
+		t.Errorf("digests removing a tenth: folds %.0f, digests %.0f; want folds cheaper", f, d)
+	}
+	much := base
+	much.digested, much.digestKept = 40_000, 3_000
+	if f, d := anthropic.autoFoldsCost(much), anthropic.autoDigestsCost(much); d >= f {
+		t.Errorf("digests removing as much as the fold: folds %.0f, digests %.0f; want digests cheaper", f, d)
+	}
+}
