@@ -172,20 +172,28 @@ type autoCase struct {
 	perToken         float64 // a later fold's (or cut's) summaries, per token removed
 }
 
+// autoFold is a later fold (or auto's cut) of a request of size tokens:
+// it removes as much as the dry run's fold did, re-writes what follows the
+// head and pays the summaries of what it removed. It returns the size
+// after it and its cost.
+func (p prices) autoFold(a autoCase, size float64) (after, cost float64) {
+	fixed := float64(a.foldKept)
+	after = max(size-float64(a.in-a.folded), fixed)
+	return after, (p.write-p.read)*(after-fixed) + a.perToken*(size-after)
+}
+
 // autoFoldsCost simulates folds over the requests to come: this one
 // folded as the dry run did, each later one when the request outgrows the
 // limit again, removing as much as this one did.
 func (p prices) autoFoldsCost(a autoCase) float64 {
-	stride := float64(a.in - a.folded)
-	fixed := float64(a.foldKept)
 	cost := (p.write-p.read)*float64(max(a.folded-a.foldKept, 0)) + a.summaries
 	size := float64(a.folded)
 	for t := 1.0; t < a.horizon; t++ {
 		cost += p.read * size
 		if size += max(a.growth, 1); size > float64(a.limit) {
-			after := max(size-stride, fixed)
-			cost += (p.write-p.read)*(after-fixed) + a.perToken*(size-after)
-			size = after
+			var c float64
+			size, c = p.autoFold(a, size)
+			cost += c
 		}
 	}
 	return cost
@@ -204,7 +212,6 @@ func (p prices) autoFoldsCost(a autoCase) float64 {
 func (p prices) autoDigestsCost(a autoCase) float64 {
 	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
 	share := min(float64(a.in-a.digested)/eligible, 1)
-	stride := float64(a.in - a.folded)
 	fixed := float64(a.foldKept)
 	cost := (p.write - p.read) * float64(max(a.digested-a.digestKept, 0))
 	size, last := float64(a.digested), float64(a.digested)
@@ -218,8 +225,8 @@ func (p prices) autoDigestsCost(a autoCase) float64 {
 				size, last = after, after
 				continue
 			}
-			after := max(size-stride, fixed)
-			cost += (p.write-p.read)*(after-fixed) + a.perToken*(size-after)
+			after, c := p.autoFold(a, size)
+			cost += c
 			size, last = after, after
 		}
 	}

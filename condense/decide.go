@@ -299,9 +299,11 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	sticky := false
 	if mode == ModeAuto {
 		_, sticky = e.getCache(ctx, stickyKey)
-		if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds && !sticky {
-			r.Reason += "; folds priced below digests for this conversation"
-			mode = ModeFull
+		if !sticky {
+			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
+				r.Reason += autoFoldsReason
+				mode = ModeFull
+			}
 		}
 	}
 	if mode == ModeSelective || mode == ModeAuto {
@@ -313,7 +315,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out) {
 			// Folds are cheaper for this conversation (plan.go): the
 			// digests are not forwarded.
-			rq.changes, r.Reason, r.Applied = nil, reason+"; folds priced below digests for this conversation", ""
+			rq.changes, r.Reason, r.Applied = nil, reason+autoFoldsReason, ""
 			return e.fullOrWindow(ctx, rq, b, r)
 		}
 		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {

@@ -87,9 +87,7 @@ func (e *Engine) summariesPrice(rq *job, b budgets, n int) float64 {
 	in := float64(b.chunk)
 	if ip := rq.inplace; ip != nil {
 		if e.settle(rq, ip); ip.cached > 0 {
-			p := pricesOf(rq.limits)
-			instruction := e.counter.Text(rq.limits.Encoding, inPlacePrompt+e.opts.Prompt)
-			in = min(in, p.read*float64(ip.cached)+p.write*float64(max(ip.fwd.Total-ip.cached, 0)+instruction))
+			in = min(in, ip.price(pricesOf(rq.limits), e.counter.Text(rq.limits.Encoding, inPlacePrompt+e.opts.Prompt)))
 		}
 	}
 	return float64(n) * (in + summaryOutputPrice*float64(e.perSummaryTokens()))

@@ -102,6 +102,13 @@ func (e *Engine) settle(rq *job, ip *inPlace) {
 	}
 }
 
+// price is what a summary asked in place from ip costs as input, in units
+// of the input price: the cached part of the request read, the rest and
+// an instruction of instruction tokens written.
+func (ip *inPlace) price(p prices, instruction int) float64 {
+	return p.read*float64(ip.cached) + p.write*float64(max(ip.fwd.Total-ip.cached, 0)+instruction)
+}
+
 // inPlacePrompt opens the instruction of a summary asked in place; the
 // summarizer's prompt (the sections to write) follows it.
 const inPlacePrompt = `You are the condense-proxy summarizer. The older part of this conversation is being folded into a summary, and you write it. Do not continue the task and do not call any tool: answer with the summary only, as text.
@@ -136,8 +143,7 @@ func (e *Engine) askInPlace(rq *job, from, to int, in SummaryInput) (body []byte
 	if lim.Window > 0 && float64(ip.fwd.Total+instruction+in.MaxTokens)*max(lim.SafetyFactor, 1) > float64(lim.Window) {
 		return nil, 0, false
 	}
-	p := pricesOf(rq.limits)
-	price = p.read*float64(ip.cached) + p.write*float64(max(ip.fwd.Total-ip.cached, 0)+instruction)
+	price = ip.price(pricesOf(rq.limits), instruction)
 	if price >= float64(count(in.Prompt)+count(UserPrompt(in))) {
 		return nil, 0, false
 	}

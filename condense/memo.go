@@ -87,20 +87,13 @@ func (e *Engine) decided(ctx context.Context, rq *job, name string) (int, bool) 
 // when it is not made yet and storing it. Counting requests decide the
 // same way but keep nothing.
 func (e *Engine) decide(ctx context.Context, rq *job, name string, make func() int) int {
-	if v, ok := rq.decisions[name]; ok {
+	if v, ok := e.decided(ctx, rq, name); ok {
 		return v
 	}
-	key := rq.decisionKey(name)
-	v := 0
-	if b, ok := e.getCache(ctx, key); ok {
-		v, _ = strconv.Atoi(string(b))
-	}
-	if v <= 0 {
-		v = max(make(), 1)
-		if rq.keeps() && e.cache != nil {
-			if stored, err := strconv.Atoi(e.addCache(ctx, key, strconv.Itoa(v))); err == nil && stored > 0 {
-				v = stored
-			}
+	v := max(make(), 1)
+	if rq.keeps() && e.cache != nil {
+		if stored, err := strconv.Atoi(e.addCache(ctx, rq.decisionKey(name), strconv.Itoa(v))); err == nil && stored > 0 {
+			v = stored
 		}
 	}
 	if rq.decisions == nil {

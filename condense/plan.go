@@ -164,6 +164,9 @@ const (
 	autoFolds   = 2 // full mode's folds
 )
 
+// autoFoldsReason is what a request's reason says when auto folds.
+const autoFoldsReason = "; folds priced below digests for this conversation"
+
 // autoFoldShare: auto takes full mode's folds only when the cost model
 // prices them below this share of the digests' cost. Digests keep more of
 // what the agent saw (a summary keeps a fraction of a transcript's facts),
@@ -190,7 +193,7 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 			return autoDigests
 		}
 		folded, misses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
-			return e.full(ctx, dry, e.budgets(dry), r) // folds alone: no window
+			return e.full(ctx, dry, b, r) // folds alone: no window
 		})
 		if !ok || folded.Total > b.limit {
 			return autoDigests

@@ -84,12 +84,18 @@ func ItemHash(raw string) uint64 { return maphash.String(itemSeed, raw) }
 // counted with encoding: an item's key is the base xor its ItemHash.
 func (c *Counter) itemKeys(encoding, kind string) uint64 {
 	var h maphash.Hash
+	c.keyOf(&h, encoding, kind)
+	return h.Sum64()
+}
+
+// keyOf starts h as a key of the count cache: the counter's seed, the
+// encoding and the kind of what is counted.
+func (c *Counter) keyOf(h *maphash.Hash, encoding, kind string) {
 	h.SetSeed(c.seed)
 	h.WriteString(encoding)
 	h.WriteByte(0)
 	h.WriteString(kind)
 	h.WriteByte(0)
-	return h.Sum64()
 }
 
 // Cached returns the count of an item of a request given as raw JSON,

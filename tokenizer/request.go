@@ -120,11 +120,7 @@ func (c *Counter) messageHash(encoding, raw string, h uint64) (n int, hit bool) 
 
 func (c *Counter) key(encoding, kind, a, b string) uint64 {
 	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(encoding)
-	h.WriteByte(0)
-	h.WriteString(kind)
-	h.WriteByte(0)
+	c.keyOf(&h, encoding, kind)
 	h.WriteString(a)
 	h.WriteByte(0)
 	h.WriteString(b)
