@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	reasoningLengths := fs.String("reasoning-lengths", "2.5", "bill suite: lengths, in windows, of the Messages session with thinking and the Responses session with reasoning")
 	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
 	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
-	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x)")
+	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -191,18 +191,23 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			cfg.Sources = append(cfg.Sources, eval.Source{Spec: s, Window: *window})
 		}
 	}
+	// Sessions given as arguments run in each format of --formats, as the
+	// corpus does (Messages form for Claude Code's .jsonl files only).
 	for _, a := range fs.Args() {
+		specs := []string{a}
 		if st, err := os.Stat(a); err == nil && st.IsDir() {
-			files, err := corpus.Files(a)
-			if err != nil {
+			if specs, err = corpus.Files(a); err != nil {
 				return err
 			}
-			for _, f := range files {
-				cfg.Sources = append(cfg.Sources, eval.Source{Spec: f, Window: *window})
-			}
-			continue
 		}
-		cfg.Sources = append(cfg.Sources, eval.Source{Spec: a, Window: *window})
+		for _, format := range strings.Split(*formats, ",") {
+			for _, f := range specs {
+				if format == "messages" && !strings.HasSuffix(f, ".jsonl") {
+					continue
+				}
+				cfg.Sources = append(cfg.Sources, eval.Source{Spec: f, Window: *window, Format: format})
+			}
+		}
 	}
 	rep, err := eval.Run(ctx, cfg)
 	if err != nil {
