@@ -3,6 +3,7 @@ package condense
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,5 +108,59 @@ func TestAutoTakesTheCheaperPart(t *testing.T) {
 				t.Errorf("next request: applied %s, want %s (%s)", r.Applied, want, r.Reason)
 			}
 		})
+	}
+}
+
+// TestAutoCutKeepsLongConversationsSmaller: once a conversation on auto's
+// cut (digests, then the window with summaries) has shown it is long, the
+// cut moves by a plan made then, as full mode's folds do for long
+// conversations: a limit below the threshold when that is cheaper over
+// the requests to come, frozen, and every later request kept under it.
+func TestAutoCutKeepsLongConversationsSmaller(t *testing.T) {
+	sess, _ := corpus.Synthetic(7, 700_000)
+	kept := &countingCache{Memory: cache.NewMemory(256 << 20)}
+	const window = 32000
+	e := New(Deps{Counter: counter, Models: limits(window), Cache: kept, Summarizer: &countingSummarizer{}},
+		Options{SelectiveEnabled: true, MaxSummarizerCalls: 1000})
+	limit := func() (int, bool) {
+		var v []byte
+		kept.keys.Range(func(k, _ any) bool {
+			if strings.HasPrefix(k.(string), "plan:"+decisionCutLongLimit+":") {
+				v, _ = kept.Get(context.Background(), k.(string))
+				return false
+			}
+			return true
+		})
+		n, err := strconv.Atoi(string(v))
+		return n, err == nil && v != nil
+	}
+	planned, after, most := 0, 0, 0
+	for _, n := range sess.TurnEnds() {
+		b, _ := sess.Request("gpt-4o", n)
+		_, had := limit()
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, ok := limit()
+		if !ok {
+			continue
+		}
+		planned = l
+		if had {
+			after++
+			most = max(most, res.Report.TokensAfter)
+			if res.Report.TokensAfter > l {
+				t.Errorf("request of %d messages forwarded %d tokens, over the planned limit %d", n, res.Report.TokensAfter, l)
+			}
+		}
+	}
+	trigger := int(0.8 * window)
+	if planned == 0 || after < 20 {
+		t.Fatalf("auto's cut planned no limit for the long conversation (%d requests after the plan): the session tests nothing", after)
+	}
+	t.Logf("planned limit %d (threshold %d), %d requests after the plan, the largest %d tokens", planned, trigger, after, most)
+	if planned >= trigger {
+		t.Errorf("planned limit %d, not below the threshold %d: the conversation is not kept smaller", planned, trigger)
 	}
 }

@@ -622,6 +622,12 @@ func (c *countingCache) Set(ctx context.Context, key string, v []byte, ttl time.
 	c.Memory.Set(ctx, key, v, ttl)
 }
 
+// Add records the key of a set-if-absent write (decisions), uncounted.
+func (c *countingCache) Add(ctx context.Context, key string, v []byte, ttl time.Duration) ([]byte, bool) {
+	c.keys.Store(key, true)
+	return c.Memory.Add(ctx, key, v, ttl)
+}
+
 func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {
 	summaries := &countingCache{Memory: cache.NewMemory(64 << 20)}
 	originals := &countingCache{Memory: cache.NewMemory(64 << 20)}

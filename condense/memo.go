@@ -23,6 +23,11 @@ const (
 	// decisionWindow is how far the sliding window's cut moves at once
 	// (tokens of the conversation as received).
 	decisionWindow = "window"
+	// decisionCutLong and decisionCutLongLimit: auto's cut (the window
+	// with summaries) once the conversation has shown it is long — its
+	// stride and the limit at which it moves, as full mode's long plan.
+	decisionCutLong      = "cutlong"
+	decisionCutLongLimit = "cutlonglimit"
 	// decisionFrontier is how far selective condensing's digest frontier
 	// moves at once (tokens of the conversation as received).
 	decisionFrontier = "frontier"

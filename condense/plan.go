@@ -65,6 +65,16 @@ func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversa
 // gets there. Chosen on the bill suite (BENCHMARKS.md).
 const longFull = 1.5
 
+// longCut: auto's cut takes its plan for long conversations once the
+// conversation, as received, is past this many times the limit — later
+// than full mode's folds (longFull). The plan expects as many requests
+// again as the conversation has sent; made at 1.5× on the corpus at 32k,
+// it lowered the limit of sessions that ended soon after (5f8cbb78 in
+// Messages form 0.620 → 0.627 of uncondensed), made at 3× it lowered
+// f67ab274's bill in every form (Messages 0.262 → 0.221) with the 10×
+// sessions' unchanged (BENCHMARKS.md).
+const longCut = 3.0
+
 // long reports whether the conversation is over the threshold and, as
 // received, past f times the limit.
 func (rq *job) long(b budgets, f float64) bool {
@@ -84,6 +94,40 @@ func (e *Engine) windowStrideOf(ctx context.Context, rq *job, b budgets, prefixT
 			minStride: b.window / 50,
 		}).Stride
 	})
+}
+
+// cutPlanOf returns how the window's cut moves: at the limit, by
+// windowStrideOf's stride. auto's cut (the window with summaries of what
+// it omits) takes full mode's plan for long conversations instead, once
+// the conversation has shown it is long (longCut): a plan made then that
+// may lower the limit, down to the target — one planned bust, after which
+// the condensed conversation is kept smaller and every request reads
+// less (foldPlanOf). Its summaries are priced per token cut, as
+// cutSummary writes them.
+func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok int) foldPlan {
+	if !rq.summarizeCut || prefixTok > 0 || !rq.long(b, longCut) {
+		return foldPlan{Limit: b.limit, Stride: e.windowStrideOf(ctx, rq, b, prefixTok)}
+	}
+	var fp foldPlan
+	made := func() foldPlan {
+		if fp.Limit == 0 {
+			c := rq.received()
+			fixed := c.tokens(0, c.head) + b.overhead
+			perToken := 0.0
+			if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" {
+				perToken = 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(max(b.chunk, 1))
+			}
+			floor := fixed + b.cutSummary + recentTokens(c, b.keepRecent)
+			fp = pricesOf(rq.limits).planFolds(foldCase{
+				limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
+				perToken: perToken, minStride: b.window / 50, lowLimit: true, minLimit: b.target,
+			})
+		}
+		return fp
+	}
+	limit := e.decide(ctx, rq, decisionCutLongLimit, func() int { return made().Limit })
+	stride := e.decide(ctx, rq, decisionCutLong, func() int { return made().Stride })
+	return foldPlan{Limit: min(limit, b.limit), Stride: stride}
 }
 
 // frontierStrideOf returns how far selective condensing's digest frontier
