@@ -6,7 +6,15 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 )
+
+// MessageFields are the spans of a message's main fields, relative to the
+// message's own start ({0, 0}: absent).
+type MessageFields struct {
+	Role, Content, ToolCallID, ToolCalls [2]int
+}
 
 // Overheads of the chat format, as OpenAI documents them for its models:
 // every message is wrapped in 3 tokens, a name adds 1, and every reply is
@@ -59,20 +67,26 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 	// The body is only read while Request runs, so it is viewed as a
 	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
-	sc := scanChat(js)
-	if !sc.valid || !sc.object || !sc.hasMessages || sc.escapedKey {
+	obj, ok := jsonscan.ScanObject(body, "messages", "role", "content", "tool_call_id", "tool_calls")
+	if !ok || obj.Array[1] == 0 || obj.EscapedKey {
 		return RequestCount{}, ErrNotChat
 	}
+	sc := struct{ messages [][2]int }{obj.Elements}
 	if c.maxMessages > 0 && len(sc.messages) > c.maxMessages {
 		return RequestCount{}, fmt.Errorf("%w: %d, limit %d", ErrTooManyMessages, len(sc.messages), c.maxMessages)
 	}
 	model := ""
-	if sc.model[1] > 0 {
-		model = gjson.Parse(js[sc.model[0]:sc.model[1]]).String()
+	if sp, ok := obj.Get("model"); ok {
+		model = gjson.Parse(js[sp[0]:sp[1]]).String()
 	}
 	encoding := encodingFor(model)
+	fields := make([]MessageFields, len(sc.messages))
+	for i := range fields {
+		f := obj.ElementFields[4*i:]
+		fields[i] = MessageFields{Role: f[0], Content: f[1], ToolCallID: f[2], ToolCalls: f[3]}
+	}
 	rc := RequestCount{Model: model, Messages: make([]int, len(sc.messages)), Hashes: make([]uint64, len(sc.messages)),
-		Spans: sc.messages, Fields: sc.fields, Array: sc.array}
+		Spans: sc.messages, Fields: fields, Array: obj.Array}
 	// Each message is hashed once and looked up with the others under one
 	// lock; only those not found are counted.
 	for i, sp := range sc.messages {
@@ -93,7 +107,9 @@ func (c *Counter) RequestFor(body []byte, encodingFor func(model string) string)
 		}
 		rc.Total += rc.Messages[i]
 	}
-	tools, functions := js[sc.tools[0]:sc.tools[1]], js[sc.functions[0]:sc.functions[1]]
+	toolsSp, _ := obj.Get("tools")
+	functionsSp, _ := obj.Get("functions")
+	tools, functions := js[toolsSp[0]:toolsSp[1]], js[functionsSp[0]:functionsSp[1]]
 	if tools != "" || functions != "" {
 		key := c.key(encoding, "tools", tools, functions)
 		n, ok := c.messages.get(key)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -108,7 +109,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		if sc != nil && i < len(sc.fields) {
 			f = sc.fields[i]
 		} else {
-			tokenizer.FieldSpans(raw, keys, spans)
+			jsonscan.FieldSpans(raw, keys, spans)
 			f = tokenizer.MessageFields{Role: spans[0], Content: spans[1], ToolCallID: spans[2], ToolCalls: spans[3]}
 		}
 		it.Role = span(raw, f.Role).Str
