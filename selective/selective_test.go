@@ -20,11 +20,14 @@ var counter = tokenizer.New(tokenizer.Options{})
 
 func count(s string) int { return counter.Text(tokenizer.O200kBase, s) }
 
+// o200k is the encoding the tests' bodies are counted with.
+func o200k(string) string { return tokenizer.O200kBase }
+
 // units builds Apply's units of a chat-completions body the way package
 // condense does: the chat codec's view, parsed (the roles are read even
 // when the API would refuse one), made into Messages.
 func units(t testing.TB, body []byte) []Message {
-	r, err := chatCodec.Scan(body, func(string) string { return tokenizer.O200kBase })
+	r, err := chatCodec.Scan(body, o200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +123,12 @@ func TestApplyIsSurgical(t *testing.T) {
 		t.Errorf("digested %d, reported %d, originals kept %d", digested, res.Digested, len(kept))
 	}
 	// Every byte outside the messages is identical.
-	rc0, _ := counter.Request(tokenizer.O200kBase, body)
-	rc1, _ := counter.Request(tokenizer.O200kBase, res.Body)
-	if !bytes.Equal(body[:rc0.Spans[0][0]], res.Body[:rc1.Spans[0][0]]) {
+	rc0, _ := chatCodec.Scan(body, o200k)
+	rc1, _ := chatCodec.Scan(res.Body, o200k)
+	if !bytes.Equal(body[:rc0.Items[0].Start], res.Body[:rc1.Items[0].Start]) {
 		t.Error("bytes before the messages changed")
 	}
-	last0, last1 := rc0.Spans[len(rc0.Spans)-1][1], rc1.Spans[len(rc1.Spans)-1][1]
+	last0, last1 := rc0.Items[len(rc0.Items)-1].End, rc1.Items[len(rc1.Items)-1].End
 	if !bytes.Equal(body[last0:], res.Body[last1:]) {
 		t.Error("bytes after the messages changed")
 	}
@@ -216,7 +219,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(session(3), 5, 1)
 	f.Add([]byte(`{"messages":[{"role":"tool","content":[1,2]},{"role":"tool","content":{"a":1}}]}`), 1, 0)
 	f.Fuzz(func(t *testing.T, body []byte, need, keep int) {
-		if _, err := counter.Request(tokenizer.O200kBase, body); err != nil {
+		if _, err := chatCodec.Scan(body, o200k); err != nil {
 			return
 		}
 		msgs := units(t, body)

@@ -45,11 +45,11 @@ func (c *Counter) Cached(encoding, kind, raw string, count func() int) (n int, h
 // CachedHash is Cached for an item whose ItemHash is h.
 func (c *Counter) CachedHash(encoding, kind string, h uint64, count func() int) (n int, hit bool) {
 	key := c.itemKeys(encoding, kind) ^ h
-	if n, ok := c.messages.get(key); ok {
+	if n, ok := c.items.get(key); ok {
 		return n, true
 	}
 	n = count()
-	c.messages.put(key, n)
+	c.items.put(key, n)
 	return n, false
 }
 
@@ -60,10 +60,10 @@ func (c *Counter) CachedHash(encoding, kind string, h uint64, count func() int) 
 // look-up, as with Cached alone).
 func (c *Counter) Lookup(encoding, kind string, n int, hash func(i int) uint64, found func(i, tokens int)) {
 	base := c.itemKeys(encoding, kind)
-	c.messages.mu.Lock()
-	defer c.messages.mu.Unlock()
+	c.items.mu.Lock()
+	defer c.items.mu.Unlock()
 	for i := 0; i < n; i++ {
-		if tokens, ok := c.messages.getLocked(base ^ hash(i)); ok {
+		if tokens, ok := c.items.getLocked(base ^ hash(i)); ok {
 			found(i, tokens)
 		}
 	}
