@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -18,7 +19,7 @@ import (
 
 var counter = tokenizer.New(tokenizer.Options{})
 
-func count(s string) int { return counter.Text(tokenizer.O200kBase, s) }
+var count = counter.Text
 
 // o200k is the encoding the tests' bodies are counted with.
 func o200k(string) string { return tokenizer.O200kBase }
@@ -135,6 +136,33 @@ func TestApplyIsSurgical(t *testing.T) {
 	for id, o := range kept {
 		if !gjson.ValidBytes(o) || !strings.Contains(string(o), "TestPlanted") {
 			t.Errorf("original %s not kept whole", id)
+		}
+	}
+}
+
+// TestApplyCountsWithTheRequestsEncoding: what a digest saves is counted
+// with the encoding of the request's model, Request.Encoding.
+func TestApplyCountsWithTheRequestsEncoding(t *testing.T) {
+	body := session(6)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	c := New(Options{KeepRecentToolOutputs: 1, MinToolOutputTokens: 200}, func(enc, s string) int {
+		mu.Lock()
+		seen[enc]++
+		mu.Unlock()
+		return counter.Text(enc, s)
+	}, nil)
+	res, err := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: "s",
+		Encoding: tokenizer.CL100kBase})
+	if err != nil || res.Digested == 0 {
+		t.Fatalf("err %v, %d digested", err, res.Digested)
+	}
+	if len(seen) != 1 || seen[tokenizer.CL100kBase] == 0 {
+		t.Errorf("counted with %v, want cl100k_base only", seen)
+	}
+	for _, m := range res.Made {
+		if want := counter.Text(tokenizer.CL100kBase, m.Text); m.After != want {
+			t.Errorf("digest %s: %d tokens, %d with cl100k_base", m.ID, m.After, want)
 		}
 	}
 }
