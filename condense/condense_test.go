@@ -540,6 +540,39 @@ func TestSelectiveLLMDigests(t *testing.T) {
 	}
 }
 
+// TestSelectiveCountsWithTheModelsEncoding: digests are counted with the
+// encoding of the request's model, as its items are — cl100k_base here,
+// not o200k_base whatever the model.
+func TestSelectiveCountsWithTheModelsEncoding(t *testing.T) {
+	models := ModelsFunc(func(string) ModelLimits {
+		return ModelLimits{Window: 128000, Threshold: 0.8, Encoding: tokenizer.CL100kBase, SafetyFactor: 1}
+	})
+	e := New(Deps{Counter: counter, Models: models, Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true})
+	sess, _ := corpus.Synthetic(33, 420_000)
+	b, _ := sess.Request("gpt-4", 0)
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests, differ := 0, 0
+	for _, c := range res.Report.Changes {
+		if c.Kind != ChangeDigest {
+			continue
+		}
+		digests++
+		want := counter.Text(tokenizer.CL100kBase, c.Text)
+		if c.TokensAfter != want {
+			t.Errorf("digest %s: %d tokens after, %d with cl100k_base", c.ID, c.TokensAfter, want)
+		}
+		if want != counter.Text(tokenizer.O200kBase, c.Text) {
+			differ++
+		}
+	}
+	if digests == 0 || differ == 0 {
+		t.Fatalf("%d digests, %d counted differently by the two encodings: nothing tested", digests, differ)
+	}
+}
+
 func TestLLMDigestsSharedAcrossRequests(t *testing.T) {
 	sum := &blockingSummarizer{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	e := newEngine(128000, sum, Options{SelectiveEnabled: true, SelectiveSummarizer: "llm"})

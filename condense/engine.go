@@ -433,13 +433,12 @@ func New(d Deps, opts Options) *Engine {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	count := func(s string) int { return d.Counter.Text(tokenizer.O200kBase, s) }
 	var selCache selective.Cache
 	if d.Cache != nil {
 		selCache = d.Cache
 	}
 	e := &Engine{
-		sel:     selective.New(opts.Selective, count, selCache),
+		sel:     selective.New(opts.Selective, d.Counter.Text, selCache),
 		counter: d.Counter, models: d.Models, cache: d.Cache, summarizer: d.Summarizer,
 		observer: d.Observer, opts: opts, log: d.Logger, now: d.Now,
 		prepareSem:   make(chan struct{}, opts.PrepareConcurrency),

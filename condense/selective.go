@@ -32,7 +32,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		}
 	}
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
+		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
 		ProtectFrom: e.protectFrom(ctx, rq, msgs, b), BriefBefore: e.briefBefore(rq, msgs),
 		Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) {

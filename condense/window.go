@@ -209,7 +209,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 		return ma.Tokens > mb.Tokens
 	})
 	res, err := e.sel.Apply(ctx, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
+		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
 	})
 	if err != nil || res.Digested == 0 {

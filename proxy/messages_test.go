@@ -11,7 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 )
 
 // messagesBody is a Claude Code-like Messages request of n tool steps.
@@ -86,7 +86,7 @@ func TestMessagesCondensed(t *testing.T) {
 		t.Fatalf("not smaller: %d of %d bytes", len(fwd), len(body))
 	}
 	outside := func(b []byte) string {
-		obj, _ := tokenizer.ScanObject(b, "messages")
+		obj, _ := jsonscan.ScanObject(b, "messages")
 		return string(b[:obj.Array[0]]) + string(b[obj.Array[1]:])
 	}
 	if outside(fwd) != outside(body) {

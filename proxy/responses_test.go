@@ -22,6 +22,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/llm"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -60,7 +61,7 @@ func smallWindowEngine() *condense.Engine {
 // outsideInput returns the body without its input array value.
 func outsideInput(t *testing.T, body []byte) string {
 	t.Helper()
-	obj, ok := tokenizer.ScanObject(body, "input")
+	obj, ok := jsonscan.ScanObject(body, "input")
 	if !ok || obj.Array[1] == 0 {
 		t.Fatalf("not a Responses body: %.200s", body)
 	}

@@ -102,7 +102,7 @@ type Cache interface {
 // Condenser digests tool outputs.
 type Condenser struct {
 	opts  Options
-	count func(string) int
+	count func(encoding, text string) int
 	cache Cache // may be nil
 }
 
@@ -112,8 +112,9 @@ func (c *Condenser) MinTokens() int { return c.opts.MinToolOutputTokens }
 // KeepRecent is how many of the newest tool outputs are never digested.
 func (c *Condenser) KeepRecent() int { return c.opts.KeepRecentToolOutputs }
 
-// New returns a Condenser; count returns the tokens of a text.
-func New(opts Options, count func(string) int, cache Cache) *Condenser {
+// New returns a Condenser; count returns the tokens of a text under a
+// tokenizer encoding (Request.Encoding's).
+func New(opts Options, count func(encoding, text string) int, cache Cache) *Condenser {
 	if opts.KeepRecentToolOutputs == 0 {
 		opts.KeepRecentToolOutputs = 5
 	}
@@ -168,6 +169,10 @@ type Request struct {
 	Messages []Message
 	// Codec is the wire format's; nil: nothing is digested.
 	Codec Codec
+	// Encoding is the tokenizer encoding of the request's model, which
+	// digests and shortened inputs are counted with (handed to New's
+	// count).
+	Encoding string
 	// Need is the number of tokens to free. MinSavings is the step in which
 	// savings grow: the goal is Need rounded up to a multiple of it, so the
 	// set of digested outputs changes only every MinSavings tokens of
@@ -261,7 +266,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		if cd.index < r.BriefBefore {
 			digest = brief(digest)
 		}
-		saved := cd.tokens - c.count(digest)
+		saved := cd.tokens - c.count(r.Encoding, digest)
 		if saved <= 0 {
 			continue // a digest is never larger than its original
 		}
@@ -525,7 +530,7 @@ func (c *Condenser) clearInputs(r Request, goal int) ([]view.Patch, int) {
 			}
 			start := m.Start + sp[0]
 			patches = append(patches, view.Patch{Start: start, End: start + len(argsRaw), With: r.Codec.TextValue(short)})
-			saved += c.count(args) - c.count(short)
+			saved += c.count(r.Encoding, args) - c.count(r.Encoding, short)
 		}
 	}
 	return patches, saved

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidwall/gjson"
@@ -18,13 +19,16 @@ import (
 
 var counter = tokenizer.New(tokenizer.Options{})
 
-func count(s string) int { return counter.Text(tokenizer.O200kBase, s) }
+var count = counter.Text
+
+// o200k is the encoding the tests' bodies are counted with.
+func o200k(string) string { return tokenizer.O200kBase }
 
 // units builds Apply's units of a chat-completions body the way package
 // condense does: the chat codec's view, parsed (the roles are read even
 // when the API would refuse one), made into Messages.
 func units(t testing.TB, body []byte) []Message {
-	r, err := chatCodec.Scan(body, func(string) string { return tokenizer.O200kBase })
+	r, err := chatCodec.Scan(body, o200k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +124,45 @@ func TestApplyIsSurgical(t *testing.T) {
 		t.Errorf("digested %d, reported %d, originals kept %d", digested, res.Digested, len(kept))
 	}
 	// Every byte outside the messages is identical.
-	rc0, _ := counter.Request(tokenizer.O200kBase, body)
-	rc1, _ := counter.Request(tokenizer.O200kBase, res.Body)
-	if !bytes.Equal(body[:rc0.Spans[0][0]], res.Body[:rc1.Spans[0][0]]) {
+	rc0, _ := chatCodec.Scan(body, o200k)
+	rc1, _ := chatCodec.Scan(res.Body, o200k)
+	if !bytes.Equal(body[:rc0.Items[0].Start], res.Body[:rc1.Items[0].Start]) {
 		t.Error("bytes before the messages changed")
 	}
-	last0, last1 := rc0.Spans[len(rc0.Spans)-1][1], rc1.Spans[len(rc1.Spans)-1][1]
+	last0, last1 := rc0.Items[len(rc0.Items)-1].End, rc1.Items[len(rc1.Items)-1].End
 	if !bytes.Equal(body[last0:], res.Body[last1:]) {
 		t.Error("bytes after the messages changed")
 	}
 	for id, o := range kept {
 		if !gjson.ValidBytes(o) || !strings.Contains(string(o), "TestPlanted") {
 			t.Errorf("original %s not kept whole", id)
+		}
+	}
+}
+
+// TestApplyCountsWithTheRequestsEncoding: what a digest saves is counted
+// with the encoding of the request's model, Request.Encoding.
+func TestApplyCountsWithTheRequestsEncoding(t *testing.T) {
+	body := session(6)
+	var mu sync.Mutex
+	seen := map[string]int{}
+	c := New(Options{KeepRecentToolOutputs: 1, MinToolOutputTokens: 200}, func(enc, s string) int {
+		mu.Lock()
+		seen[enc]++
+		mu.Unlock()
+		return counter.Text(enc, s)
+	}, nil)
+	res, err := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: "s",
+		Encoding: tokenizer.CL100kBase})
+	if err != nil || res.Digested == 0 {
+		t.Fatalf("err %v, %d digested", err, res.Digested)
+	}
+	if len(seen) != 1 || seen[tokenizer.CL100kBase] == 0 {
+		t.Errorf("counted with %v, want cl100k_base only", seen)
+	}
+	for _, m := range res.Made {
+		if want := counter.Text(tokenizer.CL100kBase, m.Text); m.After != want {
+			t.Errorf("digest %s: %d tokens, %d with cl100k_base", m.ID, m.After, want)
 		}
 	}
 }
@@ -216,7 +247,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(session(3), 5, 1)
 	f.Add([]byte(`{"messages":[{"role":"tool","content":[1,2]},{"role":"tool","content":{"a":1}}]}`), 1, 0)
 	f.Fuzz(func(t *testing.T, body []byte, need, keep int) {
-		if _, err := counter.Request(tokenizer.O200kBase, body); err != nil {
+		if _, err := chatCodec.Scan(body, o200k); err != nil {
 			return
 		}
 		msgs := units(t, body)

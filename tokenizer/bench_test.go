@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -129,46 +128,6 @@ func BenchmarkAdversarial(b *testing.B) {
 			b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
 		})
 	}
-}
-
-// BenchmarkResentHistory counts a 1 MB chat request whose messages were all
-// counted before (an agent resending its history).
-func BenchmarkResentHistory(b *testing.B) {
-	body := syntheticRequest(1 << 20)
-	c := New(Options{})
-	if _, err := c.Request(O200kBase, body); err != nil {
-		b.Fatal(err)
-	}
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		rc, _ := c.Request(O200kBase, body)
-		if rc.CacheHits != len(rc.Messages) {
-			b.Fatal("not all messages cached")
-		}
-	}
-}
-
-func syntheticRequest(size int) []byte {
-	type msg struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
-	msgs := []msg{{"system", "You are a coding agent."}, {"user", "Fix the failing test."}}
-	rng := rand.New(rand.NewSource(2))
-	n := 0
-	for i := 0; n < size; i++ {
-		var b strings.Builder
-		for b.Len() < 2000+rng.Intn(8000) {
-			b.WriteString("line of output with some code: x := compute(y, z) // comment\n")
-		}
-		role := []string{"assistant", "user"}[i%2]
-		msgs = append(msgs, msg{role, b.String()})
-		n += b.Len()
-	}
-	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
-	return body
 }
 
 func TestMain(m *testing.M) {

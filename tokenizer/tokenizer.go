@@ -1,12 +1,16 @@
-// Package tokenizer counts the tokens of text and of whole OpenAI
-// chat-completions requests.
+// Package tokenizer counts the tokens of text, and keeps the counts of the
+// items of requests so a history an agent resends is not counted again.
+// It knows no wire format: the codecs (codec/...) say what an item is and
+// how it is counted, and ask the Counter for the counts of its texts and
+// for its cache (Cached, CachedHash, Lookup).
 //
 // A Counter holds one BPE encoder per encoding for the whole process (the
 // BPE data is embedded in the binary by github.com/tiktoken-go/tokenizer;
-// nothing is downloaded) and two bounded caches: one of per-message counts
-// keyed by a hash of the message's raw JSON, so a history the agent resends
-// costs only hashing, and one of per-segment counts, so long repetitive text
-// (logs, separator lines, runs of one character) is tokenized once.
+// nothing is downloaded) and two bounded caches: one of per-item counts
+// keyed by a hash of the item's raw JSON (ItemHash), so a history the agent
+// resends costs only hashing, and one of per-segment counts, so long
+// repetitive text (logs, separator lines, runs of one character) is
+// tokenized once.
 //
 // Text is cut into segments at exact pre-tokenizer boundaries (after a
 // newline followed by a non-space character), so the sum of the segment
@@ -20,7 +24,7 @@
 package tokenizer
 
 import (
-	"fmt"
+	"errors"
 	"hash/maphash"
 	"runtime"
 	"sync"
@@ -50,12 +54,12 @@ var codecs = map[string]func() codec{
 
 // Options configures a Counter. Zero values pick the defaults.
 type Options struct {
-	// MessageCacheEntries bounds the per-message count cache. Default 200000.
+	// MessageCacheEntries bounds the per-item count cache. Default 200000.
 	MessageCacheEntries int
 	// SegmentCacheEntries bounds the per-segment count cache. Default 100000.
 	SegmentCacheEntries int
-	// MaxMessages refuses requests with more messages (ErrTooManyMessages)
-	// before any counting; 0: no limit.
+	// MaxMessages refuses requests with more items (CheckItems returns
+	// ErrTooManyMessages) before any counting; 0: no limit.
 	MaxMessages int
 }
 
@@ -63,7 +67,7 @@ type Options struct {
 type Counter struct {
 	maxMessages int
 	seed        maphash.Seed
-	messages    *countCache
+	items       *countCache
 	segments    *countCache
 }
 
@@ -78,7 +82,7 @@ func New(o Options) *Counter {
 	return &Counter{
 		maxMessages: o.MaxMessages,
 		seed:        maphash.MakeSeed(),
-		messages:    newCountCache(o.MessageCacheEntries),
+		items:       newCountCache(o.MessageCacheEntries),
 		segments:    newCountCache(o.SegmentCacheEntries),
 	}
 }
@@ -263,10 +267,6 @@ func (c *countCache) len() int {
 	return len(c.cur) + len(c.old)
 }
 
-// ErrNotChat is returned by Request for bodies that are not a JSON object
-// with a messages array.
-var ErrNotChat = fmt.Errorf("not a chat-completions request")
-
-// ErrTooManyMessages is returned by Request for bodies with more messages
-// than Options.MaxMessages; nothing is counted.
-var ErrTooManyMessages = fmt.Errorf("too many messages")
+// ErrTooManyMessages is returned by CheckItems for requests with more
+// items than Options.MaxMessages; nothing is counted.
+var ErrTooManyMessages = errors.New("too many messages")

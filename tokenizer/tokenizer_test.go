@@ -70,78 +70,6 @@ func TestLongLinesStayClose(t *testing.T) {
 	}
 }
 
-func TestRequestCount(t *testing.T) {
-	c := New(Options{})
-	hello := c.Text(O200kBase, "hello world")
-	user := c.Text(O200kBase, "user")
-	tests := []struct {
-		name string
-		body string
-		want int
-	}{
-		{"one message", `{"model":"gpt-4o","messages":[{"role":"user","content":"hello world"}]}`, 3 + user + hello + 3},
-		{"name adds one", `{"messages":[{"role":"user","name":"bob","content":"hello world"}]}`, 3 + user + hello + c.Text(O200kBase, "bob") + 1 + 3},
-		{"text parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"hello world"}]}]}`, 3 + user + hello + 3},
-		{"image low", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:x","detail":"low"}}]}]}`, 3 + user + 85 + 3},
-		{"image high", `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`, 3 + user + 765 + 3},
-		{"null content", `{"messages":[{"role":"user","content":null}]}`, 3 + user + 3},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rc, err := c.Request(O200kBase, []byte(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if rc.Total != tc.want {
-				t.Errorf("Total = %d, want %d", rc.Total, tc.want)
-			}
-		})
-	}
-}
-
-func TestRequestCountsToolsAndCalls(t *testing.T) {
-	c := New(Options{})
-	plain := `{"messages":[{"role":"user","content":"list files"}]}`
-	withTools := `{"messages":[{"role":"user","content":"list files"}],"tools":[{"type":"function","function":{"name":"bash","description":"run a shell command","parameters":{"type":"object","properties":{"command":{"type":"string"}}}}}]}`
-	withCall := `{"messages":[{"role":"user","content":"list files"},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls -la /very/long/path\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"a.go\nb.go"}]}`
-	p, _ := c.Request(O200kBase, []byte(plain))
-	tl, _ := c.Request(O200kBase, []byte(withTools))
-	cl, _ := c.Request(O200kBase, []byte(withCall))
-	if tl.Tools <= 10 || tl.Total != p.Total+tl.Tools {
-		t.Errorf("tools counted %d, totals %d vs %d", tl.Tools, tl.Total, p.Total)
-	}
-	if len(cl.Messages) != 3 || cl.Messages[1] < c.Text(O200kBase, `{"command":"ls -la /very/long/path"}`) {
-		t.Errorf("tool call arguments not counted: %v", cl.Messages)
-	}
-}
-
-func TestRequestNotChat(t *testing.T) {
-	c := New(Options{})
-	for _, body := range []string{``, `not json`, `[]`, `{"model":"x"}`, `{"messages":"hi"}`, `{"messages":[1,2`} {
-		if _, err := c.Request(O200kBase, []byte(body)); err != ErrNotChat {
-			t.Errorf("Request(%q) err = %v, want ErrNotChat", body, err)
-		}
-	}
-}
-
-func TestMessageCacheHits(t *testing.T) {
-	c := New(Options{})
-	body := []byte(`{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hello"}]}`)
-	first, _ := c.Request(O200kBase, body)
-	second, _ := c.Request(O200kBase, body)
-	if first.CacheHits != 0 || second.CacheHits != 2 {
-		t.Errorf("cache hits %d then %d, want 0 then 2", first.CacheHits, second.CacheHits)
-	}
-	if first.Total != second.Total {
-		t.Errorf("cached total %d differs from %d", second.Total, first.Total)
-	}
-	// Another encoding must not reuse the o200k counts.
-	third, _ := c.Request(CL100kBase, body)
-	if third.CacheHits != 0 {
-		t.Errorf("cl100k reused o200k cache entries")
-	}
-}
-
 func TestCountCacheBounded(t *testing.T) {
 	cc := newCountCache(100)
 	for i := 0; i < 10000; i++ {
@@ -163,9 +91,10 @@ func TestConcurrentUse(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 50; i++ {
-				body := fmt.Sprintf(`{"messages":[{"role":"user","content":"%s %d"}]}`, strings.Repeat("x y ", 40), i%7)
-				if _, err := c.Request(O200kBase, []byte(body)); err != nil {
-					t.Error(err)
+				item := fmt.Sprintf(`{"text":"%s %d"}`, strings.Repeat("x y ", 40), i%7)
+				n, _ := c.Cached(O200kBase, "item", item, func() int { return c.Text(O200kBase, item) })
+				if want := c.Text(O200kBase, item); n != want {
+					t.Errorf("cached count %d, counted %d", n, want)
 					return
 				}
 			}

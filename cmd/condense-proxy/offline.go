@@ -18,6 +18,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/app"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -156,7 +157,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 // system (chat puts it in a message) or a block only Anthropic's format
 // has (tool_use, tool_result, thinking); chat otherwise.
 func detectFormat(body []byte) string {
-	obj, ok := tokenizer.ScanObject(body, "input")
+	obj, ok := jsonscan.ScanObject(body, "input")
 	_, msgs := obj.Get("messages")
 	if ok && obj.Array[1] > 0 && !msgs {
 		return "responses"

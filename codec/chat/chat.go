@@ -18,6 +18,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -35,11 +36,6 @@ func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
 // Format implements view.Codec.
 func (*Codec) Format() string { return "chat" }
 
-// scan is what Parse and Splice need of the scan.
-type scan struct {
-	fields []tokenizer.MessageFields
-}
-
 type tooMany struct{ error }
 
 func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
@@ -48,24 +44,14 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // messages, their main fields and the model; each message is counted with
 // the per-message cache.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
-	rc, err := c.counter.RequestFor(body, encodingFor)
-	switch {
-	case errors.Is(err, tokenizer.ErrNotChat):
-		return nil, view.ErrNotRequest
-	case errors.Is(err, tokenizer.ErrTooManyMessages):
-		return nil, tooMany{err}
-	case err != nil:
+	r, sc, err := c.count(body, encodingFor)
+	if err != nil {
 		return nil, err
 	}
-	r := &view.Request{Body: body, Model: rc.Model, Total: rc.Total, CacheHits: rc.CacheHits, Items: make([]view.Item, len(rc.Spans)), Array: rc.Array}
-	for i, sp := range rc.Spans {
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: rc.Messages[i], Hash: rc.Hashes[i]}
-	}
-	sc := &scan{fields: rc.Fields}
 	r.Private = sc
 	// The head: leading system/developer messages, then the first user
 	// message.
-	role := func(i int) string { return span(r.Raw(i), sc.fields[i].Role).Str }
+	role := func(i int) string { return span(r.Raw(i), sc.message(i)[fieldRole]).Str }
 	h := 0
 	for h < len(r.Items) && (role(h) == view.RoleSystem || role(h) == view.RoleDeveloper) {
 		h++
@@ -77,7 +63,7 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	// The agent's own compaction request: its last message, a user
 	// message, opens with the agent's summary instruction.
 	if n := len(r.Items); n > 0 && role(n-1) == view.RoleUser {
-		if sp := sc.fields[n-1].Content; sp[1] > 0 {
+		if sp := sc.message(n - 1)[fieldContent]; sp[1] > 0 {
 			r.Compaction = compaction.Content(r.Raw(n - 1)[sp[0]:sp[1]])
 		}
 	}
@@ -95,8 +81,7 @@ func span(raw string, sp [2]int) gjson.Result {
 // messages and the first user message.
 func (c *Codec) Parse(r *view.Request) error {
 	sc, _ := r.Private.(*scan)
-	keys := []string{"role", "content", "tool_call_id", "tool_calls"}
-	spans := make([][2]int, len(keys))
+	spans := make([][2]int, len(messageKeys))
 	for i := range r.Items {
 		it := &r.Items[i]
 		// What a parse sets starts empty: a copy of a parsed request
@@ -104,30 +89,29 @@ func (c *Codec) Parse(r *view.Request) error {
 		// the calls it shares with the original.
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
-		var f tokenizer.MessageFields
-		if sc != nil && i < len(sc.fields) {
-			f = sc.fields[i]
+		f := spans
+		if sc != nil && (i+1)*len(messageKeys) <= len(sc.fields) {
+			f = sc.message(i)
 		} else {
-			tokenizer.FieldSpans(raw, keys, spans)
-			f = tokenizer.MessageFields{Role: spans[0], Content: spans[1], ToolCallID: spans[2], ToolCalls: spans[3]}
+			jsonscan.FieldSpans(raw, messageKeys, spans)
 		}
-		it.Role = span(raw, f.Role).Str
+		it.Role = span(raw, f[fieldRole]).Str
 		switch it.Role {
 		case view.RoleTool:
-			id := span(raw, f.ToolCallID).Str
+			id := span(raw, f[fieldToolCallID]).Str
 			it.Glue = true
 			it.Answers = []string{id}
-			it.Outputs = []view.Output{{CallID: id, Start: it.Start, End: it.End, Value: f.Content, Tokens: it.Tokens}}
+			it.Outputs = []view.Output{{CallID: id, Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens}}
 		case view.RoleUser:
-			if f.Content[1] > 0 {
-				it.Outputs = []view.Output{{Start: it.Start, End: it.End, Value: f.Content, Tokens: it.Tokens, Own: true}}
+			if f[fieldContent][1] > 0 {
+				it.Outputs = []view.Output{{Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens, Own: true}}
 			}
 		case view.RoleAssistant:
-			if f.ToolCalls[1] == 0 {
+			if f[fieldToolCalls][1] == 0 {
 				break
 			}
 			j := 0
-			span(raw, f.ToolCalls).ForEach(func(_, tc gjson.Result) bool {
+			span(raw, f[fieldToolCalls]).ForEach(func(_, tc gjson.Result) bool {
 				call := view.Call{ID: tc.Get("id").Str, Name: tc.Get("function.name").Str}
 				// The path from the message itself: gjson reports the
 				// value's offset in the JSON it was asked of.

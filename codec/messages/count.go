@@ -3,7 +3,7 @@ package messages
 import (
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -101,7 +101,7 @@ func (c *Codec) block(enc string, b gjson.Result) int {
 // tools (with the tool-use system prompt they bring) and a structured
 // output schema. Other fields (thinking, metadata, max_tokens…) are
 // settings, not input.
-func (c *Codec) countRest(enc string, r *view.Request, obj *tokenizer.Object) int {
+func (c *Codec) countRest(enc string, r *view.Request, obj *jsonscan.Object) int {
 	n := 0
 	if sp, ok := obj.Get("system"); ok {
 		raw := r.Span(sp[0], sp[1])

@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -47,7 +47,7 @@ func (c *Codec) Finish(in *view.Request, out []byte) ([]byte, []view.Header, err
 	if !thinkingBlock.Match(out[d:]) {
 		return out, nil, nil
 	}
-	obj, ok := tokenizer.ScanObject(out, "messages")
+	obj, ok := jsonscan.ScanObject(out, "messages")
 	if !ok {
 		return out, nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -63,7 +64,7 @@ func FuzzScan(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tokenizer.Valid(string(out)) {
+		if !jsonscan.Valid(string(out)) {
 			t.Fatalf("spliced body is not JSON: %q", out)
 		}
 		r2, err := c.Scan(out, o200k)
@@ -71,7 +72,7 @@ func FuzzScan(f *testing.F) {
 			t.Fatalf("spliced body does not scan back: %v", err)
 		}
 		fin, _, err := c.Finish(r, out)
-		if err != nil || !tokenizer.Valid(string(fin)) {
+		if err != nil || !jsonscan.Valid(string(fin)) {
 			t.Fatalf("finished body is not JSON (%v): %q", err, fin)
 		}
 	})

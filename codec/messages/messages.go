@@ -34,6 +34,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -103,7 +104,7 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 // turn when it compacts in a tool loop.
 func lastCompaction(raw string) string {
 	var sp [2][2]int
-	if !tokenizer.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser || sp[1][1] == 0 {
+	if !jsonscan.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser || sp[1][1] == 0 {
 		return ""
 	}
 	return compaction.Content(raw[sp[1][0]:sp[1][1]])
@@ -113,7 +114,7 @@ func lastCompaction(raw string) string {
 // call: the task the head keeps.
 func isTask(raw string) bool {
 	var sp [2][2]int
-	if !tokenizer.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser {
+	if !jsonscan.FieldSpans(raw, []string{"role", "content"}, sp[:]) || strValue(raw, sp[0]) != view.RoleUser {
 		return false
 	}
 	if sp[1][1] == 0 {

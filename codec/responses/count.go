@@ -3,7 +3,7 @@ package responses
 import (
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -124,7 +124,7 @@ func (c *Codec) part(enc string, p gjson.Result) int {
 // structured-output schema and a prompt template's variables. Other fields
 // (reasoning, include, store, prompt_cache_key, metadata…) are settings,
 // not input.
-func (c *Codec) countRest(enc string, r *view.Request, obj *tokenizer.Object) int {
+func (c *Codec) countRest(enc string, r *view.Request, obj *jsonscan.Object) int {
 	n := 0
 	if sp, ok := obj.Get("instructions"); ok {
 		raw := r.Span(sp[0], sp[1])

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -72,7 +73,7 @@ func FuzzScan(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !tokenizer.Valid(string(out)) {
+		if !jsonscan.Valid(string(out)) {
 			t.Fatalf("spliced body is not JSON: %q", out)
 		}
 		r2, err := c.Scan(out, o200k)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -99,7 +99,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
 		raw := r.Raw(i)
-		if !tokenizer.FieldSpans(raw, parseKeys, spans) {
+		if !jsonscan.FieldSpans(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
 		}
 		val := func(f int) gjson.Result {

@@ -35,6 +35,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -89,7 +90,7 @@ const CompactionTrigger = "compaction_trigger"
 // local compaction prompt with custom providers).
 func lastCompaction(r *view.Request, raw string) {
 	var sp [3][2]int
-	if !tokenizer.FieldSpans(raw, []string{"type", "role", "content"}, sp[:]) {
+	if !jsonscan.FieldSpans(raw, []string{"type", "role", "content"}, sp[:]) {
 		return
 	}
 	typ, role := strValue(raw, sp[0]), strValue(raw, sp[1])
@@ -108,7 +109,7 @@ func lastCompaction(r *view.Request, raw string) {
 // continues state the upstream keeps (the items before it are not in the
 // body, so nothing here can be condensed, and cutting the new items would
 // lose them for good).
-func untouchable(r *view.Request, obj *tokenizer.Object) string {
+func untouchable(r *view.Request, obj *jsonscan.Object) string {
 	for _, key := range []string{"previous_response_id", "conversation"} {
 		sp, ok := obj.Get(key)
 		if !ok {
@@ -128,7 +129,7 @@ func untouchable(r *view.Request, obj *tokenizer.Object) string {
 // omit its type ("easy input message").
 func kind(raw string) (typ, role string) {
 	var sp [2][2]int
-	if !tokenizer.FieldSpans(raw, []string{"type", "role"}, sp[:]) {
+	if !jsonscan.FieldSpans(raw, []string{"type", "role"}, sp[:]) {
 		return "", ""
 	}
 	typ = strValue(raw, sp[0])

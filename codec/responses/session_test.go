@@ -12,7 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 )
 
 // q quotes s as a JSON string.
@@ -138,7 +138,7 @@ func codexBody(items []string) []byte {
 // outside it (before and after the array).
 func inputItems(t testing.TB, body []byte) (items []string, before, after string) {
 	t.Helper()
-	obj, ok := tokenizer.ScanObject(body, "input")
+	obj, ok := jsonscan.ScanObject(body, "input")
 	if !ok || obj.Array[1] == 0 {
 		t.Fatalf("not a Responses body: %.200s", body)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -64,7 +65,7 @@ func (f *chatFake) record(r *http.Request, body []byte, status, tokens int, msg 
 // countChat is the chat request's input tokens (o200k), as the fake
 // reports them in usage.prompt_tokens.
 func countChat(c *tokenizer.Counter, body []byte) int {
-	rc, err := c.Request(tokenizer.O200kBase, body)
+	rc, err := chat.New(c).Scan(body, func(string) string { return tokenizer.O200kBase })
 	if err != nil {
 		return 0
 	}

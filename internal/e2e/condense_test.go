@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/proxy"
@@ -185,7 +186,10 @@ func TestPrepareAhead(t *testing.T) {
 	var under, over []byte
 	for _, n := range ends {
 		b, _ := sess.Request("gpt-4o", n)
-		rc, _ := s.Counter.Request("o200k_base", b)
+		rc, err := chat.New(s.Counter).Scan(b, func(string) string { return "o200k_base" })
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
 		case rc.Total > 92000 && rc.Total <= 102400 && over == nil:
 			under = b

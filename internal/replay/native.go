@@ -144,9 +144,12 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		}
 		for _, b := range sums {
 			countBody := count
-			if _, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+			if _, err := countChat(counter, b); err == nil {
 				countBody = func(b []byte) int {
-					rc, _ := counter.Request(tokenizer.O200kBase, b)
+					rc, err := countChat(counter, b)
+					if err != nil {
+						return 0
+					}
 					return rc.Total
 				}
 			}

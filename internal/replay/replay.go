@@ -21,9 +21,11 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Options configures one replay.
@@ -159,10 +161,10 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 	if err != nil {
 		return nil, err
 	}
-	fullMsgs := gjson.GetBytes(full, "messages").Array()
-	for _, m := range fullMsgs {
-		n, _ := counter.MessageRaw(tokenizer.O200kBase, m.Raw)
-		res.ContentTokens += n
+	if fr, err := countChat(counter, full); err == nil {
+		for _, it := range fr.Items {
+			res.ContentTokens += it.Tokens
+		}
 	}
 	ends := s.TurnEnds()
 	// Summarizer calls are taken after each request, and priced against
@@ -170,7 +172,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 	fwdLog := newForwardedLog("messages", nil)
 	countText := func(t string) int { return counter.Text(tokenizer.O200kBase, t) }
 	countBody := func(b []byte) int {
-		rc, err := counter.Request(tokenizer.O200kBase, b)
+		rc, err := countChat(counter, b)
 		if err != nil {
 			return 0
 		}
@@ -179,7 +181,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 	takeSummaries := func() {
 		bodies, answers := fake.TakeSummaryCalls()
 		for _, b := range bodies {
-			if rc, err := counter.Request(tokenizer.O200kBase, b); err == nil {
+			if rc, err := countChat(counter, b); err == nil {
 				res.addSummarizerCall(rc.Total, fwdLog.cached(b, countBody))
 			} else {
 				res.SummarizerCalls++
@@ -241,7 +243,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		if fwd == nil {
 			return nil, fmt.Errorf("request %d never reached the upstream (status %d)", i, resp.StatusCode)
 		}
-		rc, err := counter.Request(tokenizer.O200kBase, fwd)
+		rc, err := countChat(counter, fwd)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: forwarded body does not parse: %w", i, err)
 		}
@@ -320,15 +322,21 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 // cachedTokens counts the tokens of cur (counted as rc) that lead it as
 // they led prev: the parts outside the messages (the caller checked they
 // are identical) and the identical leading messages.
-func cachedTokens(prev, cur []string, rc tokenizer.RequestCount) int {
+func cachedTokens(prev, cur []string, rc *view.Request) int {
 	n := rc.Total
-	for _, m := range rc.Messages {
-		n -= m
+	for _, it := range rc.Items {
+		n -= it.Tokens
 	}
 	for i := 0; i < len(prev) && i < len(cur) && prev[i] == cur[i]; i++ {
-		n += rc.Messages[i]
+		n += rc.Items[i].Tokens
 	}
 	return n
+}
+
+// countChat counts a chat-completions body as the chat codec does, with
+// o200k_base; err when it is not one.
+func countChat(counter *tokenizer.Counter, body []byte) (*view.Request, error) {
+	return chat.New(counter).Scan(body, func(string) string { return tokenizer.O200kBase })
 }
 
 // prefixShare is the share of prev's bytes that cur repeats as an

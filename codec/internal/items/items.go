@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -26,8 +27,8 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // kind; its Hash is set); the returned request's Total is the elements'
 // sum, and enc is the encoding encodingFor gave for its model.
 func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
-	count func(enc, raw string) int) (r *view.Request, obj *tokenizer.Object, enc string, err error) {
-	o, ok := tokenizer.ScanObject(body, key)
+	count func(enc, raw string) int) (r *view.Request, obj *jsonscan.Object, enc string, err error) {
+	o, ok := jsonscan.ScanObject(body, key)
 	if !ok || o.EscapedKey {
 		return nil, nil, "", view.ErrNotRequest
 	}

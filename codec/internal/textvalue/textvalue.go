@@ -12,14 +12,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 )
 
 // Content returns the span, within raw (an item's or a tool output's raw
 // JSON object), of its "content" value (the last one when the key
 // repeats); ok is false when raw is not an object or has none.
 func Content(raw string) (start, end int, ok bool) {
-	return tokenizer.FieldSpan(raw, "content")
+	return jsonscan.FieldSpan(raw, "content")
 }
 
 // Editable reports whether value (raw JSON) is plain text a digest may

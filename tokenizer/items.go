@@ -3,71 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"hash/maphash"
-	"unsafe"
 )
-
-// Object is what ScanObject learns of a request body that is a JSON
-// object: its top-level fields and the elements of one array field.
-type Object struct {
-	// Fields are the top-level fields, in order, keys as written (quotes
-	// included).
-	Fields []Field
-	// Array is the span of the scanned array field's value, brackets
-	// included ({0, 0}: absent or not an array).
-	Array [2]int
-	// Elements are the spans of that array's elements.
-	Elements [][2]int
-	// EscapedKey: a top-level key holds an escape, so it may decode to a
-	// key the scan looks for; callers should not read such a body.
-	EscapedKey bool
-}
-
-// Field is one top-level field of an Object.
-type Field struct {
-	Key        string // as written, quotes included
-	Start, End int    // span of the value
-}
-
-// Get returns the span of the value of key (unquoted) — the last
-// occurrence when a key repeats, as JSON decoders take it — and whether it
-// is present.
-func (o *Object) Get(key string) ([2]int, bool) {
-	for i := len(o.Fields) - 1; i >= 0; i-- {
-		f := o.Fields[i]
-		if len(f.Key) == len(key)+2 && f.Key[1:len(f.Key)-1] == key {
-			return [2]int{f.Start, f.End}, true
-		}
-	}
-	return [2]int{}, false
-}
-
-// ScanObject validates body (one well-formed JSON value, as Valid) and,
-// when it is an object, records its top-level fields and the elements of
-// the array under arrayKey (the last occurrence when the key repeats). ok
-// is false when body is not a well-formed JSON object.
-func ScanObject(body []byte, arrayKey string) (obj Object, ok bool) {
-	s := unsafe.String(unsafe.SliceData(body), len(body))
-	quoted := `"` + arrayKey + `"`
-	p := &validator{s: s}
-	p.onField = func(key string, start, end int) {
-		obj.Fields = append(obj.Fields, Field{Key: key, Start: start, End: end})
-		for i := 0; i < len(key); i++ {
-			if key[i] == '\\' {
-				obj.EscapedKey = true
-			}
-		}
-	}
-	p.arrayKey, p.arrayElems = quoted, &obj.Elements
-	p.onArray = func(start, end int) { obj.Array = [2]int{start, end} }
-	p.ws()
-	if p.i >= len(s) || s[p.i] != '{' {
-		return Object{}, false
-	}
-	if !p.run() {
-		return Object{}, false
-	}
-	return obj, true
-}
 
 // itemSeed seeds ItemHash: one seed for the process, so that the same
 // bytes hash the same whichever Counter or request they come from.
@@ -109,11 +45,11 @@ func (c *Counter) Cached(encoding, kind, raw string, count func() int) (n int, h
 // CachedHash is Cached for an item whose ItemHash is h.
 func (c *Counter) CachedHash(encoding, kind string, h uint64, count func() int) (n int, hit bool) {
 	key := c.itemKeys(encoding, kind) ^ h
-	if n, ok := c.messages.get(key); ok {
+	if n, ok := c.items.get(key); ok {
 		return n, true
 	}
 	n = count()
-	c.messages.put(key, n)
+	c.items.put(key, n)
 	return n, false
 }
 
@@ -124,10 +60,10 @@ func (c *Counter) CachedHash(encoding, kind string, h uint64, count func() int) 
 // look-up, as with Cached alone).
 func (c *Counter) Lookup(encoding, kind string, n int, hash func(i int) uint64, found func(i, tokens int)) {
 	base := c.itemKeys(encoding, kind)
-	c.messages.mu.Lock()
-	defer c.messages.mu.Unlock()
+	c.items.mu.Lock()
+	defer c.items.mu.Unlock()
 	for i := 0; i < n; i++ {
-		if tokens, ok := c.messages.getLocked(base ^ hash(i)); ok {
+		if tokens, ok := c.items.getLocked(base ^ hash(i)); ok {
 			found(i, tokens)
 		}
 	}

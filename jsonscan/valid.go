@@ -1,9 +1,18 @@
-package tokenizer
+// Package jsonscan validates JSON and finds where values are in the raw
+// bytes, without decoding them: one pass over a request body checks that
+// it is well formed and records the spans of the top-level fields, of the
+// elements of one array field and of chosen fields of those elements
+// (ScanObject), or of chosen fields of one object (FieldSpans). The
+// callers — the codecs, which know their wire formats — name the keys;
+// this package knows no field name of any format.
+//
+// Strings are scanned sixteen bytes at a time and nothing is allocated
+// per value, so a body of megabytes is checked at memory speed.
+package jsonscan
 
 import (
 	"encoding/binary"
 	"math/bits"
-	"strings"
 	"unsafe"
 )
 
@@ -29,45 +38,12 @@ func (p *validator) run() bool {
 	return p.i == len(p.s)
 }
 
-// chatScan is what one validating pass learns of a chat request: where
-// each element of the top-level messages array is, and where the tools
-// and functions values are.
-type chatScan struct {
-	valid, object, hasMessages bool
-	messages                   [][2]int // [start, end) of each element
-	fields                     []MessageFields
-	tools, functions           [2]int // [start, end) of the value, or zero
-	model                      [2]int // [start, end) of the model value, or zero
-	array                      [2]int // [start, end) of the messages array, brackets included
-	// escapedKey: a top-level key holds an escape, so it may decode to a
-	// key the scan looks for ("mess\u0061ges"); such a body is not read.
-	escapedKey bool
-}
-
-// MessageFields are the spans of a message's main fields, relative to the
-// message's own start ({0, 0}: absent).
-type MessageFields struct {
-	Role, Content, ToolCallID, ToolCalls [2]int
-}
-
-// scanChat validates s and records the spans of a chat request's parts,
-// so the caller needs no second parse.
-func scanChat(s string) chatScan {
-	p := &validator{s: s, scan: &chatScan{}}
-	p.scan.valid = p.run()
-	return *p.scan
-}
-
 // maxDepth bounds nesting, as encoding/json does (10000).
 const maxDepth = 10000
 
 type validator struct {
-	s      string
-	i      int
-	scan   *chatScan      // nil: validate only
-	cur    *MessageFields // the message being scanned, while in messages
-	curAt  int            // its start
-	fields MessageFields  // what cur points to
+	s string
+	i int
 	// onField, if set, gets each top-level field of the root object: the
 	// key as written (quoted) and the span of its value.
 	onField func(key string, start, end int)
@@ -77,6 +53,13 @@ type validator struct {
 	arrayKey   string
 	arrayElems *[][2]int
 	onArray    func(start, end int)
+	// elemKeys (unquoted), if set with arrayKey, names fields of that
+	// array's elements: their spans, relative to the element's start, go
+	// to elemFields, len(elemKeys) of them per element ({0, 0}: absent).
+	elemKeys   []string
+	elemFields *[][2]int
+	cur        [][2]int // the spans of the element being scanned; nil outside one
+	curAt      int      // its start
 }
 
 func (p *validator) ws() {
@@ -98,9 +81,6 @@ func (p *validator) value(depth int) bool {
 	case c == '"':
 		return p.str()
 	case c == '{':
-		if depth == 0 && p.scan != nil {
-			p.scan.object = true
-		}
 		p.i++
 		p.ws()
 		if p.i < len(p.s) && p.s[p.i] == '}' {
@@ -122,56 +102,26 @@ func (p *validator) value(depth int) bool {
 			valStart := p.i
 			cur := p.cur
 			if depth == 2 && cur != nil {
-				p.cur = nil // nested objects are not messages
+				p.cur = nil // nested objects are not elements
 			}
-			if depth == 0 && p.scan != nil && key == `"messages"` && p.i < len(p.s) && p.s[p.i] == '[' {
-				if !p.elements(depth + 1) {
+			if depth == 0 && p.arrayKey != "" && key == p.arrayKey && p.i < len(p.s) && p.s[p.i] == '[' {
+				if !p.elements(depth+1, p.arrayElems, p.elemFields) {
 					return false
 				}
-				p.scan.array = [2]int{valStart, p.i}
-			} else if depth == 0 && p.arrayKey != "" && key == p.arrayKey && p.i < len(p.s) && p.s[p.i] == '[' {
-				elems := (*p.arrayElems)[:0]
-				if !p.array(depth+1, func(start int) bool {
-					ok := p.value(depth + 2)
-					elems = append(elems, [2]int{start, p.i})
-					return ok
-				}) {
-					return false
-				}
-				*p.arrayElems = elems
 				p.onArray(valStart, p.i)
 			} else if !p.value(depth + 1) {
 				return false
 			}
 			if depth == 2 && cur != nil {
 				p.cur = cur
-				sp := [2]int{valStart - p.curAt, p.i - p.curAt}
-				switch key {
-				case `"role"`:
-					cur.Role = sp
-				case `"content"`:
-					cur.Content = sp
-				case `"tool_call_id"`:
-					cur.ToolCallID = sp
-				case `"tool_calls"`:
-					cur.ToolCalls = sp
+				for j, k := range p.elemKeys {
+					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
+						cur[j] = [2]int{valStart - p.curAt, p.i - p.curAt}
+					}
 				}
 			}
 			if depth == 0 && p.onField != nil {
 				p.onField(key, valStart, p.i)
-			}
-			if depth == 0 && p.scan != nil {
-				if strings.IndexByte(key, '\\') >= 0 {
-					p.scan.escapedKey = true
-				}
-				switch key {
-				case `"tools"`:
-					p.scan.tools = [2]int{valStart, p.i}
-				case `"functions"`:
-					p.scan.functions = [2]int{valStart, p.i}
-				case `"model"`:
-					p.scan.model = [2]int{valStart, p.i}
-				}
 			}
 			if done, ok := p.sep('}'); !ok || done {
 				return ok
@@ -191,24 +141,32 @@ func (p *validator) value(depth int) bool {
 	return false
 }
 
-// elements validates the messages array, recording each element's span
-// and main fields.
-func (p *validator) elements(depth int) bool {
-	sc := p.scan
-	sc.hasMessages = true
-	sc.messages = sc.messages[:0]
-	sc.fields = sc.fields[:0]
-	return p.array(depth, func(start int) bool {
-		p.fields = MessageFields{} // in p: one message at a time, nothing allocated per message
-		p.cur, p.curAt = &p.fields, start
+// elements validates the array under arrayKey, recording each element's
+// span in *elems and, when fields is set, the spans of its elemKeys fields
+// (both reset first: when the key repeats, the last array wins).
+func (p *validator) elements(depth int, elems, fields *[][2]int) bool {
+	es := (*elems)[:0]
+	var fs [][2]int
+	if fields != nil {
+		fs = (*fields)[:0]
+	}
+	k := len(p.elemKeys)
+	ok := p.array(depth, func(start int) bool {
+		if fields != nil {
+			// In one flat slice: nothing allocated per element.
+			fs = append(fs, make([][2]int, k)...)
+			p.cur, p.curAt = fs[len(fs)-k:], start
+		}
 		ok := p.value(depth + 1)
 		p.cur = nil
-		if ok {
-			sc.messages = append(sc.messages, [2]int{start, p.i})
-			sc.fields = append(sc.fields, p.fields)
-		}
+		es = append(es, [2]int{start, p.i})
 		return ok
 	})
+	*elems = es
+	if fields != nil {
+		*fields = fs
+	}
+	return ok
 }
 
 // array validates an array starting at '['. elem, if set, validates each

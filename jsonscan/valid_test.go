@@ -1,4 +1,4 @@
-package tokenizer
+package jsonscan
 
 import (
 	"encoding/json"
@@ -30,33 +30,42 @@ func FuzzValid(f *testing.F) {
 	})
 }
 
-func TestScanChatSpans(t *testing.T) {
+// TestScanObjectElementFields: the fields of the array's elements named
+// to ScanObject, in their order, spans relative to each element; nested
+// objects and other arrays are not elements.
+func TestScanObjectElementFields(t *testing.T) {
+	keys := []string{"role", "content", "tool_call_id", "tool_calls"}
 	s := `{"tools":[{"type":"function"}], "messages" : [ {"role":"user","content":"a"} ,{"role":"assistant","content":null}], "x":{"messages":[1]}}`
-	sc := scanChat(s)
-	if !sc.valid || !sc.object || !sc.hasMessages || len(sc.messages) != 2 {
-		t.Fatalf("scan %+v", sc)
+	obj, ok := ScanObject([]byte(s), "messages", keys...)
+	if !ok || len(obj.Elements) != 2 || len(obj.ElementFields) != 2*len(keys) {
+		t.Fatalf("scan %+v", obj)
 	}
-	if got := s[sc.messages[0][0]:sc.messages[0][1]]; got != `{"role":"user","content":"a"}` {
+	if got := s[obj.Elements[0][0]:obj.Elements[0][1]]; got != `{"role":"user","content":"a"}` {
 		t.Errorf("first span %q", got)
 	}
-	if got := s[sc.messages[1][0]:sc.messages[1][1]]; got != `{"role":"assistant","content":null}` {
+	if got := s[obj.Elements[1][0]:obj.Elements[1][1]]; got != `{"role":"assistant","content":null}` {
 		t.Errorf("second span %q", got)
 	}
-	if got := s[sc.tools[0]:sc.tools[1]]; got != `[{"type":"function"}]` {
-		t.Errorf("tools span %q", got)
+	if sp, _ := obj.Get("tools"); s[sp[0]:sp[1]] != `[{"type":"function"}]` {
+		t.Errorf("tools span %q", s[sp[0]:sp[1]])
 	}
-	f := sc.fields[0]
-	m := s[sc.messages[0][0]:sc.messages[0][1]]
-	if m[f.Role[0]:f.Role[1]] != `"user"` || m[f.Content[0]:f.Content[1]] != `"a"` || f.ToolCalls != [2]int{} {
+	f := obj.ElementFields[:len(keys)]
+	m := s[obj.Elements[0][0]:obj.Elements[0][1]]
+	if m[f[0][0]:f[0][1]] != `"user"` || m[f[1][0]:f[1][1]] != `"a"` || f[3] != [2]int{} {
 		t.Errorf("fields %+v of %s", f, m)
 	}
-	sc2 := scanChat(`{"messages":[{"role":"assistant","tool_calls":[{"id":"x","function":{"role":"no","content":"no"}}],"content":null},{"role":"tool","tool_call_id":"x","content":"y"}]}`)
-	f0, f1 := sc2.fields[0], sc2.fields[1]
-	if f0.Role[1]-f0.Role[0] != len(`"assistant"`) || f0.ToolCalls == [2]int{} || f0.Content[1]-f0.Content[0] != 4 || f1.ToolCallID[1]-f1.ToolCallID[0] != 3 {
+	obj2, _ := ScanObject([]byte(`{"messages":[{"role":"assistant","tool_calls":[{"id":"x","function":{"role":"no","content":"no"}}],"content":null},{"role":"tool","tool_call_id":"x","content":"y"}]}`), "messages", keys...)
+	f0, f1 := obj2.ElementFields[:4], obj2.ElementFields[4:]
+	if f0[0][1]-f0[0][0] != len(`"assistant"`) || f0[3] == [2]int{} || f0[1][1]-f0[1][0] != 4 || f1[2][1]-f1[2][0] != 3 {
 		t.Errorf("fields %+v %+v", f0, f1)
 	}
-	if sc := scanChat(`[{"messages":[]}]`); sc.object || sc.hasMessages {
-		t.Errorf("array root scanned as chat: %+v", sc)
+	rep := `{"messages":[{"role":"a"}],"messages":[{"x":{"role":"no"}},{"role":"b"}]}`
+	obj3, _ := ScanObject([]byte(rep), "messages", keys...)
+	if len(obj3.ElementFields) != 2*len(keys) || obj3.ElementFields[0] != [2]int{} || obj3.ElementFields[len(keys)][1]-obj3.ElementFields[len(keys)][0] != 3 {
+		t.Errorf("repeated array key: fields %v", obj3.ElementFields)
+	}
+	if _, ok := ScanObject([]byte(`[{"messages":[]}]`), "messages", keys...); ok {
+		t.Error("array root scanned as an object")
 	}
 }
 
@@ -79,33 +88,6 @@ func TestFieldSpan(t *testing.T) {
 	if _, _, ok := FieldSpan(`{"a":1`, "a"); ok {
 		t.Error("truncated object accepted")
 	}
-}
-
-// FuzzRequest: counting any bytes never panics, and a body is either not a
-// chat request or has a positive count per message.
-func FuzzRequest(f *testing.F) {
-	f.Add([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}`))
-	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}`))
-	f.Add([]byte(`{"messages":[1,"x",null,{"content":{"a":[1,2]}}]}`))
-	c := New(Options{})
-	f.Fuzz(func(t *testing.T, body []byte) {
-		rc, err := c.Request(O200kBase, body)
-		if err != nil {
-			return
-		}
-		if len(rc.Messages) != len(rc.Spans) || len(rc.Fields) != len(rc.Spans) {
-			t.Fatal("spans and counts disagree")
-		}
-		for i, n := range rc.Messages {
-			if n < tokensPerMessage {
-				t.Fatalf("message %d counted %d", i, n)
-			}
-			sp := rc.Spans[i]
-			if sp[0] < 0 || sp[1] > len(body) || sp[0] >= sp[1] {
-				t.Fatalf("bad span %v", sp)
-			}
-		}
-	})
 }
 
 func TestFieldSpansElems(t *testing.T) {
