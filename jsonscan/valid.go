@@ -13,6 +13,7 @@ package jsonscan
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unsafe"
 )
 
@@ -60,6 +61,9 @@ type validator struct {
 	elemFields *[][2]int
 	cur        [][2]int // the spans of the element being scanned; nil outside one
 	curAt      int      // its start
+	// valid: s is known to be valid JSON (a part of a body validated
+	// before), so strings are skipped to their closing quote.
+	valid bool
 }
 
 func (p *validator) ws() {
@@ -286,6 +290,27 @@ func (p *validator) str() bool {
 	s := p.s
 	n := len(s)
 	i := p.i + 1 // after the opening quote
+	if p.valid {
+		// The closing quote is the first one not escaped: preceded by
+		// an even number of backslashes.
+		for {
+			j := strings.IndexByte(s[i:], '"')
+			if j < 0 {
+				p.i = n
+				return false
+			}
+			i += j
+			k := i - 1
+			for k > p.i && s[k] == '\\' {
+				k--
+			}
+			if (i-1-k)%2 == 0 {
+				p.i = i + 1
+				return true
+			}
+			i++
+		}
+	}
 	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
 		// The loads stay inside s (i+16 <= n). special marks only true
@@ -378,13 +403,31 @@ func FieldSpans(obj string, keys []string, spans [][2]int) bool {
 // spans of the elements of the array under arrayKey (nil when that value
 // is absent or not an array).
 func FieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int) bool {
+	return fieldSpansElems(obj, keys, spans, arrayKey, elems, false)
+}
+
+// FieldSpansValid is FieldSpans for a part of a body Valid accepted (an
+// item of a scanned request, a block of an item): its strings are
+// skipped to their closing quote, not validated again. On anything else
+// its spans are undefined.
+func FieldSpansValid(obj string, keys []string, spans [][2]int) bool {
+	return fieldSpansElems(obj, keys, spans, "", nil, true)
+}
+
+// FieldSpansElemsValid is FieldSpansElems for a part of a body Valid
+// accepted, as FieldSpansValid.
+func FieldSpansElemsValid(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int) bool {
+	return fieldSpansElems(obj, keys, spans, arrayKey, elems, true)
+}
+
+func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int, valid bool) bool {
 	if elems != nil {
 		*elems = (*elems)[:0]
 	}
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
-	p := &validator{s: obj, onField: func(key string, start, end int) {
+	p := &validator{s: obj, valid: valid, onField: func(key string, start, end int) {
 		for i, k := range keys {
 			if len(key) == len(k)+2 && key[1:len(key)-1] == k {
 				spans[i] = [2]int{start, end}

@@ -3,6 +3,8 @@ package jsonscan
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -114,5 +116,58 @@ func TestFieldSpansElems(t *testing.T) {
 	}
 	if FieldSpansElems(`{"content":[1,}`, nil, nil, "content", &elems) {
 		t.Error("malformed array accepted")
+	}
+}
+
+// TestFieldSpansValid: on valid JSON the skipping scan finds the same
+// spans as the validating one — strings ending in escaped backslashes,
+// escaped quotes, unicode escapes, nested values — and the same element
+// spans.
+func TestFieldSpansValid(t *testing.T) {
+	keys := []string{"role", "content", "type"}
+	objs := []string{
+		`{"role":"user","content":"plain"}`,
+		`{"role":"a\\","content":"b"}`,
+		`{"role":"a\\\\","content":"\"quoted\" and \\\"more\\\"","type":"x"}`,
+		`{"content":[{"type":"text","text":"x\"y"},{"type":"tool_result","content":"\\"}],"role":"assistant"}`,
+		`{ "type" : "\u0041\\u0042\"" , "role" : { "nested": ["\\\"", "\"]"] }, "content": null }`,
+		`{"k\"ey":"v","role":"r\\\\\\\"s"}`,
+	}
+	for _, o := range objs {
+		if !Valid(o) {
+			t.Fatalf("test input not valid JSON: %s", o)
+		}
+		want, got := make([][2]int, len(keys)), make([][2]int, len(keys))
+		var wantElems, gotElems [][2]int
+		okW := FieldSpansElems(o, keys, want, "content", &wantElems)
+		okG := FieldSpansElemsValid(o, keys, got, "content", &gotElems)
+		if okW != okG || !slices.Equal(want, got) || !slices.Equal(wantElems, gotElems) {
+			t.Errorf("%s: validating %v %v %v, skipping %v %v %v", o, okW, want, wantElems, okG, got, gotElems)
+		}
+		if !FieldSpansValid(o, keys, got) || !slices.Equal(want, got) {
+			t.Errorf("%s: FieldSpansValid %v, want %v", o, got, want)
+		}
+	}
+	// Random strings of quotes, backslashes and letters, encoded by
+	// encoding/json: every one valid.
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{'"', '\\', 'a', '/', 'n', 'u', ' '}
+	for range 2000 {
+		var val [3]string
+		for i := range val {
+			b := make([]byte, rng.IntN(12))
+			for j := range b {
+				b[j] = alphabet[rng.IntN(len(alphabet))]
+			}
+			val[i] = string(b)
+		}
+		enc, _ := json.Marshal(map[string]any{"role": val[0], "content": []string{val[1], val[2]}, "type": val[2]})
+		o := string(enc)
+		want, got := make([][2]int, len(keys)), make([][2]int, len(keys))
+		var wantElems, gotElems [][2]int
+		FieldSpansElems(o, keys, want, "content", &wantElems)
+		if !FieldSpansElemsValid(o, keys, got, "content", &gotElems) || !slices.Equal(want, got) || !slices.Equal(wantElems, gotElems) {
+			t.Fatalf("%s: validating %v %v, skipping %v %v", o, want, wantElems, got, gotElems)
+		}
 	}
 }

@@ -93,7 +93,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		if sc != nil && (i+1)*len(messageKeys) <= len(sc.fields) {
 			f = sc.message(i)
 		} else {
-			jsonscan.FieldSpans(raw, messageKeys, spans)
+			jsonscan.FieldSpansValid(raw, messageKeys, spans)
 		}
 		it.Role = span(raw, f[fieldRole]).Str
 		switch it.Role {

@@ -41,7 +41,7 @@ func blocks(raw string, elems [][2]int) ([]block, bool) {
 			return nil, false
 		}
 		b := block{start: e[0], end: e[1]}
-		if !jsonscan.FieldSpans(raw[e[0]:e[1]], blockKeys[:], b.fields[:]) {
+		if !jsonscan.FieldSpansValid(raw[e[0]:e[1]], blockKeys[:], b.fields[:]) {
 			return nil, false
 		}
 		for k := range b.fields {
@@ -110,7 +110,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
 		raw := r.Raw(i)
-		if !jsonscan.FieldSpansElems(raw, topKeys[:], top[:], "content", &elems) {
+		if !jsonscan.FieldSpansElemsValid(raw, topKeys[:], top[:], "content", &elems) {
 			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
 		}
 		role := strValue(raw, top[0])

@@ -99,7 +99,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
 		raw := r.Raw(i)
-		if !jsonscan.FieldSpans(raw, parseKeys, spans) {
+		if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
 		}
 		val := func(f int) gjson.Result {
