@@ -47,15 +47,22 @@ func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversa
 	if !rq.long(b, longAt) {
 		return foldPlan{Limit: b.limit, Stride: e.decide(ctx, rq, decisionFold, func() int { return plan(false).Stride })}
 	}
+	return e.longPlan(ctx, rq, b, decisionFoldLongLimit, decisionFoldLong, func() foldPlan { return plan(true) })
+}
+
+// longPlan returns a long conversation's frozen plan: its limit (never
+// above the request's) decided as limitName, its stride as strideName,
+// both from one plan made by make when either is not decided yet.
+func (e *Engine) longPlan(ctx context.Context, rq *job, b budgets, limitName, strideName string, make func() foldPlan) foldPlan {
 	var fp foldPlan
 	made := func() foldPlan {
 		if fp.Limit == 0 {
-			fp = plan(true)
+			fp = make()
 		}
 		return fp
 	}
-	limit := e.decide(ctx, rq, decisionFoldLongLimit, func() int { return made().Limit })
-	stride := e.decide(ctx, rq, decisionFoldLong, func() int { return made().Stride })
+	limit := e.decide(ctx, rq, limitName, func() int { return made().Limit })
+	stride := e.decide(ctx, rq, strideName, func() int { return made().Stride })
 	return foldPlan{Limit: min(limit, b.limit), Stride: stride}
 }
 
@@ -108,26 +115,19 @@ func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok in
 	if !rq.summarizeCut || prefixTok > 0 || !rq.long(b, longCut) {
 		return foldPlan{Limit: b.limit, Stride: e.windowStrideOf(ctx, rq, b, prefixTok)}
 	}
-	var fp foldPlan
-	made := func() foldPlan {
-		if fp.Limit == 0 {
-			c := rq.received()
-			fixed := c.tokens(0, c.head) + b.overhead
-			perToken := 0.0
-			if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" {
-				perToken = 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(max(b.chunk, 1))
-			}
-			floor := fixed + b.cutSummary + recentTokens(c, b.keepRecent)
-			fp = pricesOf(rq.limits).planFolds(foldCase{
-				limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
-				perToken: perToken, minStride: b.window / 50, lowLimit: true, minLimit: b.target,
-			})
+	return e.longPlan(ctx, rq, b, decisionCutLongLimit, decisionCutLong, func() foldPlan {
+		c := rq.received()
+		fixed := c.tokens(0, c.head) + b.overhead
+		perToken := 0.0
+		if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" {
+			perToken = 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(max(b.chunk, 1))
 		}
-		return fp
-	}
-	limit := e.decide(ctx, rq, decisionCutLongLimit, func() int { return made().Limit })
-	stride := e.decide(ctx, rq, decisionCutLong, func() int { return made().Stride })
-	return foldPlan{Limit: min(limit, b.limit), Stride: stride}
+		floor := fixed + b.cutSummary + recentTokens(c, b.keepRecent)
+		return pricesOf(rq.limits).planFolds(foldCase{
+			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
+			perToken: perToken, minStride: b.window / 50, lowLimit: true, minLimit: b.target,
+		})
+	})
 }
 
 // frontierStrideOf returns how far selective condensing's digest frontier
