@@ -103,17 +103,18 @@ func (e *Engine) windowStrideOf(ctx context.Context, rq *job, b budgets, prefixT
 	})
 }
 
-// cutPlanOf returns how the window's cut moves: at the limit, by
-// windowStrideOf's stride. auto's cut (the window with summaries of what
-// it omits) takes full mode's plan for long conversations instead, once
-// the conversation has shown it is long (longCut): a plan made then that
-// may lower the limit, down to the target — one planned bust, after which
-// the condensed conversation is kept smaller and every request reads
-// less (foldPlanOf). Its summaries are priced per token cut, as
-// cutSummary writes them.
-func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok int) foldPlan {
+// cutPlanOf returns how the window's cut moves. auto's cut (the window
+// with summaries of what it omits) takes full mode's plan for long
+// conversations once the conversation has shown it is long (longCut): a
+// plan made then that may lower the limit, down to the target — one
+// planned bust, after which the condensed conversation is kept smaller
+// and every request reads less (foldPlanOf). Its summaries are priced per
+// token cut, as cutSummary writes them. Otherwise (false) the cut moves at
+// the limit, by windowStrideOf's stride, which the caller looks up only
+// when the cut moves.
+func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok int) (foldPlan, bool) {
 	if !rq.summarizeCut || prefixTok > 0 || !rq.long(b, longCut) {
-		return foldPlan{Limit: b.limit, Stride: e.windowStrideOf(ctx, rq, b, prefixTok)}
+		return foldPlan{Limit: b.limit}, false
 	}
 	return e.longPlan(ctx, rq, b, decisionCutLongLimit, decisionCutLong, func() foldPlan {
 		c := rq.received()
@@ -127,7 +128,7 @@ func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok in
 			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
 			perToken: perToken, minStride: b.window / 50, lowLimit: true, minLimit: b.target,
 		})
-	})
+	}), true
 }
 
 // frontierStrideOf returns how far selective condensing's digest frontier

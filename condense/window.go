@@ -56,13 +56,16 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	// one large step, then append-only again.
 	cutKey := rq.cutKey(len(prefix) > 0)
 	keep := e.storedCut(ctx, rq, cutKey, firstStep, must)
-	plan := e.cutPlanOf(ctx, rq, b, prefixTok)
+	plan, planned := e.cutPlanOf(ctx, rq, b, prefixTok)
 	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > plan.Limit {
 		keep = -1
 	}
 	if keep < 0 {
 		// The cut jumps to about limit − stride, the depth the cost
 		// model chose for the conversation.
+		if !planned {
+			plan.Stride = e.windowStrideOf(ctx, rq, b, prefixTok)
+		}
 		stride := plan.Stride
 		fit := max(plan.Limit-stride, 0)
 		if !rq.over {

@@ -1,6 +1,9 @@
 package jsonscan
 
-import "unsafe"
+import (
+	"strings"
+	"unsafe"
+)
 
 // Object is what ScanObject learns of a JSON object: its top-level
 // fields, the elements of one array field and chosen fields of those
@@ -54,10 +57,8 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 	p := &validator{s: s}
 	p.onField = func(key string, start, end int) {
 		obj.Fields = append(obj.Fields, Field{Key: key, Start: start, End: end})
-		for i := 0; i < len(key); i++ {
-			if key[i] == '\\' {
-				obj.EscapedKey = true
-			}
+		if strings.IndexByte(key, '\\') >= 0 {
+			obj.EscapedKey = true
 		}
 	}
 	p.arrayKey, p.arrayElems = quoted, &obj.Elements
