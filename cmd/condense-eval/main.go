@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -122,6 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
 	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in")
+	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +132,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	if *proxyLog {
+		cfg.ProxyLog = slog.New(slog.NewTextHandler(stderr, nil))
+	}
 	// The planner plans for the bill the report leads with: the model is
 	// priced Anthropic-style (cache reads 0.1, writes 1.25, 5 minutes).
 	cfg.Model = &config.ModelConfig{Encoding: "o200k_base", SafetyFactor: 1, CacheRead: 0.1, CacheWrite: 1.25, CacheTTL: 5 * time.Minute}
@@ -162,7 +167,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
-		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log}
+		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog}
 		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -85,6 +86,9 @@ type Config struct {
 	Every int
 	// Log receives one line per session and mode; nil: none.
 	Log func(format string, args ...any)
+	// ProxyLog, when set, receives the proxy's own log (a line per
+	// request, with what was applied and why); nil: discarded.
+	ProxyLog *slog.Logger
 }
 
 // Row is one session replayed in one mode.
@@ -250,10 +254,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				continue
 			}
 			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
-				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries})
+				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
+				Logger: cfg.ProxyLog})
 			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
-				Every: cfg.Every, Facts: facts, Drain: st.Drain,
+				Every: cfg.Every, Facts: facts, Drain: st.Drain, DrainEach: true,
 			}
 			var res *replay.Result
 			if native == nil {

@@ -252,6 +252,9 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		}
 		prevFwd, prevOutside = cur, outside
 		res.Requests = append(res.Requests, rq)
+		if o.DrainEach && o.Drain != nil {
+			o.Drain()
+		}
 		takeSummaries()
 		fwdLog.add(fwd)
 	}

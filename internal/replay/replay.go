@@ -49,6 +49,14 @@ type Options struct {
 	// (summaries prepared ahead) finishes before summarizer calls are
 	// counted.
 	Drain func()
+	// DrainEach calls Drain after every request too, as an agent's turn
+	// (the model's answer, the tools it runs) gives the proxy's background
+	// work time to finish before the next request: summaries prepared
+	// ahead are then ready when the request that needs them arrives, and
+	// a replay is the same from one run to the next (back to back, which
+	// of a prepared summary and one asked in place is cached first
+	// depends on timing).
+	DrainEach bool
 }
 
 // Request is the measurement of one replayed request.
@@ -290,6 +298,9 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		}
 		prevFwd, prevOutside = cur, outside
 		res.Requests = append(res.Requests, rq)
+		if o.DrainEach && o.Drain != nil {
+			o.Drain()
+		}
 		takeSummaries()
 		fwdLog.add(fwd)
 	}
