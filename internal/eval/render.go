@@ -179,7 +179,8 @@ func (r *Report) Markdown(chartDir, command string) string {
 	fmt.Fprintf(&b, "Generated %s by\n\n```sh\n%s\n```\n\n", r.Generated, command)
 	b.WriteString(`Each session is replayed turn by turn through the real proxy (in process) against a strict fake
 upstream that rejects what OpenAI rejects: request *k* is the history up to the *k*-th assistant message, as
-the agent sent it. Modes: **off** (pass-through), **full-extractive** (summaries without an LLM),
+the agent sent it. The proxy's background work (summaries prepared ahead) finishes before the next request
+is sent, as an agent's turn gives it time to, so a replay gives the same result on every run. Modes: **off** (pass-through), **full-extractive** (summaries without an LLM),
 **full-llm** (LLM summaries; the fake answers with a short canned text, so this row measures cost and
 mechanics, not summary quality), **selective** (digests of old tool outputs), **auto** (selective, then full).
 The threshold is ` + pct(r.Threshold) + ` of the window; condensing aims for 50%.
