@@ -12,13 +12,13 @@ import (
 )
 
 // reasoning builds a conversation of n steps whose history is mostly the
-// agent's own reasoning, with tool outputs just large enough to digest:
-// digests remove little of it.
+// agent's own reasoning (about 6,000 tokens a step), with tool outputs
+// just large enough to digest: digests remove almost nothing of it.
 func reasoning(n int) []map[string]any {
 	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("c%d", i)
-		say := strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 150)
+		say := strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 400)
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
 			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
 			map[string]any{"role": "tool", "tool_call_id": id, "content": listing(i)})

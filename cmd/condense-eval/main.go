@@ -123,6 +123,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
 	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in")
+	summaryTokens := fs.Int("summary-tokens", 1000, "default suite: the fake summarizer's summaries, of about this many tokens and keeping the facts of what they summarize, as a model's are (0: a short canned text, which understates what summaries cost)")
 	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
@@ -132,6 +133,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	if *summaryTokens > 0 {
+		cfg.SummaryTokens, cfg.FaithfulSummaries = *summaryTokens, true
+	}
 	if *proxyLog {
 		cfg.ProxyLog = slog.New(slog.NewTextHandler(stderr, nil))
 	}

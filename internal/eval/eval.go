@@ -158,10 +158,13 @@ type Row struct {
 
 // Report is the outcome of Run.
 type Report struct {
-	Threshold float64  `json:"threshold"`
-	Rows      []Row    `json:"rows"`
-	Skipped   []string `json:"skipped,omitempty"` // files that could not be read, with the reason
-	Generated string   `json:"generated"`
+	Threshold float64 `json:"threshold"`
+	// SummaryTokens is the size of the fake summarizer's summaries (0: a
+	// short canned text).
+	SummaryTokens int      `json:"summary_tokens"`
+	Rows          []Row    `json:"rows"`
+	Skipped       []string `json:"skipped,omitempty"` // files that could not be read, with the reason
+	Generated     string   `json:"generated"`
 	// BillSuite, when set, is the bill suite's report (condense-eval
 	// --suite all), rendered as a section of its own.
 	BillSuite *Report `json:"bill_suite,omitempty"`
@@ -212,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	rep := &Report{Threshold: cfg.Threshold, Generated: time.Now().UTC().Format("2006-01-02")}
+	rep := &Report{Threshold: cfg.Threshold, SummaryTokens: cfg.SummaryTokens, Generated: time.Now().UTC().Format("2006-01-02")}
 	counter := tokenizer.New(tokenizer.Options{})
 	for _, src := range cfg.Sources {
 		sess, facts, err := load(src)

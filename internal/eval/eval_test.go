@@ -33,7 +33,8 @@ func TestShortEvaluation(t *testing.T) {
 	} else {
 		t.Log("shared corpus absent; synthetic session only")
 	}
-	rep, err := Run(context.Background(), Config{Sources: sources, Log: t.Logf})
+	// Summaries of a model's size, as condense-eval replays the corpus.
+	rep, err := Run(context.Background(), Config{Sources: sources, Log: t.Logf, SummaryTokens: 1000, FaithfulSummaries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
