@@ -230,6 +230,32 @@ func isKey(lines []string, i int) bool {
 	return keyLine.MatchString(lines[i]) || i > 0 && lines[i-1] == "[assistant]" && len(strings.TrimSpace(lines[i])) >= minSaying
 }
 
+// actLine matches a key line that records an act rather than what was
+// found or decided: a tool call, a file "has been edited".
+var actLine = regexp.MustCompile(`^\[tool call[^\]]*\] |has been (?:edited|created|written)`)
+
+// isAct reports whether a key line records an act (actLine).
+func isAct(line string) bool { return actLine.MatchString(line) }
+
+// fileName matches a file's name or path in a line ("pkg/a/b.go",
+// "README.md").
+var fileName = regexp.MustCompile(`[\w.-]*(?:/[\w.-]+)*\.[A-Za-z]\w{0,9}\b`)
+
+// namedAlready reports whether line names files and text names each of
+// them.
+func namedAlready(line, text string) bool {
+	names := fileName.FindAllString(line, -1)
+	if len(names) == 0 {
+		return false
+	}
+	for _, n := range names {
+		if !strings.Contains(text, n) {
+			return false
+		}
+	}
+	return true
+}
+
 // established reports whether a step's text holds a key line: whether the
 // step established something (it stops at the first).
 func established(text string) bool {
@@ -459,20 +485,36 @@ func (m *Memory) keyExcerpt(text, focus string, room int, s *said) (string, int)
 			}
 		}
 	}
+	// What the step found or decided (failures, errors, the assistant's
+	// words) before the acts that carried it out (the edit's call, "has
+	// been edited"); among each, those sharing the most of the focus.
 	order := slices.Clone(cand)
-	sort.SliceStable(order, func(a, b int) bool { return score[order[a]] > score[order[b]] })
+	sort.SliceStable(order, func(a, b int) bool {
+		if x, y := isAct(lines[order[a]]), isAct(lines[order[b]]); x != y {
+			return y
+		}
+		return score[order[a]] > score[order[b]]
+	})
 	keep := map[int]bool{}
+	var kept strings.Builder
 	used := 0
 	for _, i := range order {
 		l := lines[i]
 		if len(l) > maxKeyLineBytes {
 			l = clip(l, maxKeyLineBytes)
 		}
+		if isAct(l) && namedAlready(l, kept.String()) {
+			// An edit of a file the step's kept lines name already:
+			// the block need not say it again (the recall tool has it).
+			continue
+		}
 		n := m.opts.Count(l) + 1
 		if used+n > room {
 			continue
 		}
 		keep[i] = true
+		kept.WriteString(l)
+		kept.WriteString("\n")
 		used += n
 	}
 	if used == 0 {

@@ -108,3 +108,31 @@ func TestRelevantBlockSaysEachThingOnce(t *testing.T) {
 		t.Errorf("a start two steps share: %+v", r)
 	}
 }
+
+// TestRelevantBlockKeepsTheDecision: of a step that edited a file, the
+// block carries what the assistant decided and why (the file and the
+// reason), not the edit's call or "has been edited" for the same file
+// instead — however much of the focus those share — so the decision
+// fits the step's share and the step costs less of the block.
+func TestRelevantBlockKeepsTheDecision(t *testing.T) {
+	ctx := context.Background()
+	m := New(cache.NewMemory(64<<20), Options{})
+	const a = "aaaa1111aaaa1111aaaa1111aaaa1111"
+	m.Add(ctx, "s", "c", []condense.MemoryItem{
+		step(a, `[assistant]
+I will change pkg/cache/file31.go because the sign is dropped before the unit is parsed (decision 45).
+[tool call] edit_file({"new_str":"return -d","old_str":"return d","path":"pkg/cache/file31.go"})
+[tool result]
+The file pkg/cache/file31.go has been edited.`, 2, "sum1"),
+	})
+	focus := `edit_file {"new_str":"return -d","old_str":"return d","path":"pkg/cache/file7.go"}` + "\n" + `read_file {"path":"pkg/cache/file31.go"}`
+	block := m.RelevantContext(ctx, condense.RelevantQuery{Scope: "s", Conversation: "c", Focus: focus, Before: 10, Budget: 2000})
+	if !strings.Contains(block, "because the sign is dropped before the unit is parsed (decision 45).") {
+		t.Errorf("block lacks the decision:\n%s", block)
+	}
+	for _, no := range []string{"[tool call]", "has been edited"} {
+		if strings.Contains(block, no) {
+			t.Errorf("block has %q, for a file its decision names:\n%s", no, block)
+		}
+	}
+}
