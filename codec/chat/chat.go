@@ -17,7 +17,6 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
-	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -48,25 +47,7 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	if err != nil {
 		return nil, err
 	}
-	r.Private = sc
-	// The head: leading system/developer messages, then the first user
-	// message.
-	role := func(i int) string { return span(r.Raw(i), sc.message(i)[fieldRole]).Str }
-	h := 0
-	for h < len(r.Items) && (role(h) == view.RoleSystem || role(h) == view.RoleDeveloper) {
-		h++
-	}
-	if h < len(r.Items) && role(h) == view.RoleUser {
-		h++
-	}
-	r.Head = h
-	// The agent's own compaction request: its last message, a user
-	// message, opens with the agent's summary instruction.
-	if n := len(r.Items); n > 0 && role(n-1) == view.RoleUser {
-		if sp := sc.message(n - 1)[fieldContent]; sp[1] > 0 {
-			r.Compaction = compaction.Content(r.Raw(n - 1)[sp[0]:sp[1]])
-		}
-	}
+	c.finish(r, sc)
 	return r, nil
 }
 

@@ -108,7 +108,7 @@ func (c *Codec) Parse(r *view.Request) error {
 	lastCompaction := -1
 	for i := range r.Items {
 		it := &r.Items[i]
-		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
 		if !jsonscan.FieldSpansElemsValid(raw, topKeys[:], top[:], "content", &elems) {
 			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)

@@ -97,7 +97,7 @@ func (c *Codec) Parse(r *view.Request) error {
 	lastCompaction := -1
 	for i := range r.Items {
 		it := &r.Items[i]
-		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
 		if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
