@@ -24,6 +24,9 @@
 //	              cache (prefix.go: each conversation's last request)
 //	report.go     what was replaced by what, for the headers, the log line,
 //	              the page and the originals (originals.go, memory.go)
+//	engine.go     splice and count: the body an edit made (Codec.Splice,
+//	              selective's patches) is counted from the edit
+//	              (view.Deriver), never scanned again
 //
 // It returns the body to forward — the very same bytes when nothing was
 // done — and a Report of what happened. The Engine never turns a request
