@@ -2,12 +2,10 @@ package responses
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
-	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -95,12 +93,7 @@ var (
 // (item_reference, MCP approval requests and responses, types newer than
 // this codec).
 func (c *Codec) Parse(r *view.Request) error {
-	own := make([][2]int, len(parseKeys))
-	var spans [][2]int
-	fields, _ := r.Private.(*items.Fields)
-	if fields != nil && !slices.Equal(fields.Keys, parseKeys) {
-		fields = nil
-	}
+	spans := make([][2]int, len(parseKeys))
 	prevModel := false
 	lastCompaction := -1
 	// An item's calls, answers and outputs come from shared blocks.
@@ -113,14 +106,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
-		// The fields the scan found (Parse walks the item again only for
-		// a request scanned without them).
-		if f := fields.Item(i); f != nil {
-			if raw == "" || raw[0] != '{' {
-				return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
-			}
-			spans = f
-		} else if spans = own; !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
+		if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
 		}
 		val := func(f int) gjson.Result {

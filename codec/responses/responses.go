@@ -64,7 +64,7 @@ func (*Codec) Format() string { return Format }
 // decode to one the scan looks for), or whose input is absent or a plain
 // string (a single turn: nothing to condense) is view.ErrNotRequest.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
-	r, obj, enc, err := items.Scan(c.counter, body, "input", "responses-item", true, encodingFor, c.countItem, parseKeys...)
+	r, obj, enc, err := items.Scan(c.counter, body, "input", "responses-item", true, encodingFor, c.countItem)
 	if err != nil {
 		return nil, err
 	}

@@ -26,13 +26,9 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // view.ErrTooManyItems. Each element is counted by count (cached under
 // kind; its Hash is set); the returned request's Total is the elements'
 // sum, and enc is the encoding encodingFor gave for its model.
-//
-// With elemKeys, the spans of those fields of every element are found in
-// the same pass and kept as the request's Private (Fields), for the
-// codec's Parse.
 func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
-	count func(enc, raw string) int, elemKeys ...string) (r *view.Request, obj *jsonscan.Object, enc string, err error) {
-	o, ok := jsonscan.ScanObject(body, key, elemKeys...)
+	count func(enc, raw string) int) (r *view.Request, obj *jsonscan.Object, enc string, err error) {
+	o, ok := jsonscan.ScanObject(body, key)
 	if !ok || o.EscapedKey {
 		return nil, nil, "", view.ErrNotRequest
 	}
@@ -44,9 +40,6 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 		return nil, nil, "", tooMany{err}
 	}
 	r = &view.Request{Body: body, Items: make([]view.Item, len(o.Elements)), Array: o.Array}
-	if len(elemKeys) > 0 {
-		r.Private = &Fields{Keys: elemKeys, Spans: o.ElementFields}
-	}
 	if sp, ok := o.Get("model"); ok {
 		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
 	}
@@ -95,31 +88,15 @@ func Derive(c *tokenizer.Counter, in *view.Request, out []byte, l view.Layout, k
 	}
 	enc := in.Encoding
 	r = &view.Request{Body: out, Model: in.Model, Encoding: enc, Items: l.Items, Array: l.Array}
-	inF, _ := in.Private.(*Fields)
-	var f *Fields
-	if inF != nil {
-		f = &Fields{Keys: inF.Keys, Spans: make([][2]int, len(l.Items)*len(inF.Keys))}
-		r.Private = f
-	}
 	r.Total = in.Total - in.ItemTokens()
 	for i := range r.Items {
 		it := &r.Items[i]
-		if src := l.Src[i]; src >= 0 {
+		if l.Src[i] >= 0 {
 			r.CacheHits++
-			if f != nil {
-				if sp := inF.Item(src); sp != nil {
-					copy(f.Item(i), sp)
-				} else {
-					jsonscan.FieldSpansValid(in.Raw(src), f.Keys, f.Item(i))
-				}
-			}
 		} else {
 			raw := r.Raw(i)
 			if !jsonscan.Valid(raw) {
 				return nil, view.ErrNotRequest
-			}
-			if f != nil {
-				jsonscan.FieldSpansValid(raw, f.Keys, f.Item(i))
 			}
 			it.Hash = tokenizer.ItemHash(raw)
 			n, hit := c.CachedHash(enc, kind, it.Hash, func() int { return count(enc, raw) })
@@ -131,25 +108,4 @@ func Derive(c *tokenizer.Counter, in *view.Request, out []byte, l view.Layout, k
 		r.Total += it.Tokens
 	}
 	return r, nil
-}
-
-// Fields are the spans of chosen fields of every element, found by Scan
-// (or carried by Derive): a request's Private when the codec asked for
-// them.
-type Fields struct {
-	// Keys are the fields' names.
-	Keys []string
-	// Spans holds, for each element in turn, the spans of its Keys
-	// relative to the element's start ({0, 0}: absent, or the element is
-	// not an object).
-	Spans [][2]int
-}
-
-// Item returns element i's spans, or nil when f does not hold them.
-func (f *Fields) Item(i int) [][2]int {
-	if f == nil || (i+1)*len(f.Keys) > len(f.Spans) {
-		return nil
-	}
-	k := len(f.Keys)
-	return f.Spans[i*k : (i+1)*k]
 }
