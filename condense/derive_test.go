@@ -14,16 +14,31 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// scanCounting is a chat codec that counts its scans.
-type scanCounting struct {
+// chatCounting and respCounting are codecs that count their scans (every
+// other method is their codec's).
+type chatCounting struct {
 	*chat.Codec
 	scans atomic.Int32
 }
 
-func (c *scanCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+func (c *chatCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
 	c.scans.Add(1)
 	return c.Codec.Scan(body, enc)
 }
+
+func (c *chatCounting) scanned() int32 { return c.scans.Load() }
+
+type respCounting struct {
+	*responses.Codec
+	scans atomic.Int32
+}
+
+func (c *respCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *respCounting) scanned() int32 { return c.scans.Load() }
 
 // TestDerivedCountsMatchScan condenses growing synthetic sessions in chat
 // completions and Responses form in every mode, with digests and cleared
@@ -88,24 +103,38 @@ func TestCondensedBodyScannedOnce(t *testing.T) {
 	VerifyDerived(nil)
 	defer VerifyDerived(derivecheck.Record)
 	sess, _ := corpus.Synthetic(31, 300_000)
-	b, _ := sess.Request("gpt-4o", 0)
-	c := &scanCounting{Codec: chat.New(counter)}
-	for _, o := range []struct {
-		mode    string
-		window  int
-		applied string
-	}{{ModeFull, 40000, AppliedFull}, {ModeSelective, 100000, AppliedSelective}, {ModeTruncate, 40000, AppliedTruncate}, {ModeSelective, 40000, AppliedTruncate}} {
-		e := newEngine(o.window, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
-		if _, err := e.Condense(context.Background(), Request{Codec: c, Body: b, Scope: "s", Mode: o.mode}); err != nil {
-			t.Fatal(err)
-		}
-		c.scans.Store(0)
-		res, err := e.Condense(context.Background(), Request{Codec: c, Body: b, Scope: "s", Mode: o.mode})
-		if err != nil || res.Report.Applied != o.applied {
-			t.Fatalf("%s: %v %+v", o.mode, err, res.Report)
-		}
-		if n := c.scans.Load(); n != 1 {
-			t.Errorf("%s: %d scans of one request, want 1", o.mode, n)
+	chatBody, _ := sess.Request("gpt-4o", 0)
+	rs := corpus.Responses(sess)
+	respBody, _ := rs.Request(rs.Turns() - 1)
+	type counting interface {
+		view.Codec
+		scanned() int32
+	}
+	for _, f := range []struct {
+		name  string
+		codec counting
+		body  []byte
+	}{
+		{"chat", &chatCounting{Codec: chat.New(counter)}, chatBody},
+		{"responses", &respCounting{Codec: responses.New(counter)}, respBody},
+	} {
+		for _, o := range []struct {
+			mode    string
+			window  int
+			applied string
+		}{{ModeFull, 40000, AppliedFull}, {ModeSelective, 100000, AppliedSelective}, {ModeTruncate, 40000, AppliedTruncate}, {ModeSelective, 40000, AppliedTruncate}} {
+			e := newEngine(o.window, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
+			if _, err := e.Condense(context.Background(), Request{Codec: f.codec, Body: f.body, Scope: "s", Mode: o.mode}); err != nil {
+				t.Fatal(err)
+			}
+			before := f.codec.scanned()
+			res, err := e.Condense(context.Background(), Request{Codec: f.codec, Body: f.body, Scope: "s", Mode: o.mode})
+			if err != nil || res.Report.Applied != o.applied {
+				t.Fatalf("%s %s at %d: %v %s (%s)", f.name, o.mode, o.window, err, res.Report.Applied, res.Report.Reason)
+			}
+			if n := f.codec.scanned() - before; n != 1 {
+				t.Errorf("%s %s at %d: %d scans of one request, want 1", f.name, o.mode, o.window, n)
+			}
 		}
 	}
 }
