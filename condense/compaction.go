@@ -141,7 +141,7 @@ func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int
 			pick = append(pick, i)
 		}
 	}
-	res, err := e.sel.Apply(ctx, selective.Request{
+	res, err := e.digest(ctx, rq, selective.Request{
 		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: rq.in.Total - limit, Pick: pick,
 		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },

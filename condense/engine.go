@@ -24,6 +24,9 @@
 //	              cache (prefix.go: each conversation's last request)
 //	report.go     what was replaced by what, for the headers, the log line,
 //	              the page and the originals (originals.go, memory.go)
+//	engine.go     splice and count: the body an edit made (Codec.Splice,
+//	              selective's patches) is counted from the edit
+//	              (view.Deriver), never scanned again
 //
 // It returns the body to forward — the very same bytes when nothing was
 // done — and a Report of what happened. The Engine never turns a request
@@ -40,6 +43,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/internal/derivecheck"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -589,8 +593,10 @@ func (rq *job) waitOver() bool {
 	}
 }
 
-// countOut scans a condensed body once per job: asked again for the same
-// slice, it returns the scan it already made.
+// countOut returns the count of a condensed body: the request derived
+// from the edit that made it (derive), or, for a body no edit of this job
+// made, a scan of it, once per job: asked again for the same slice, it
+// returns the request it already has.
 func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
 	if len(out) > 0 && len(out) == len(rq.countedOut) && &out[0] == &rq.countedOut[0] {
 		return rq.out, nil
@@ -602,4 +608,62 @@ func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
 	}
 	rq.countedOut, rq.out = out, vr
 	return vr, nil
+}
+
+// verifyDerived, when set (VerifyDerived), is handed what differs
+// between each request derive derives and a scan of its body (nil: they
+// agree).
+var verifyDerived atomic.Pointer[func(error)]
+
+// VerifyDerived makes every Engine compare each request it derives from
+// an edit with a scan of the same body (internal/derivecheck), handing
+// report what differs (nil when nothing does); nil turns it off. For
+// tests: it scans every condensed body again.
+func VerifyDerived(report func(error)) {
+	if report == nil {
+		verifyDerived.Store(nil)
+		return
+	}
+	verifyDerived.Store(&report)
+}
+
+// derive makes out, which an edit of rq.in made, the job's counted body:
+// its request derived from the edit by the codec (view.Deriver), the
+// items carried over keeping their counts, so that countOut does not scan
+// it again. A codec that cannot derive it leaves countOut to scan it.
+func derive(rq *job, out []byte, edit func(d view.Deriver) (*view.Request, error)) {
+	d, ok := rq.codec.(view.Deriver)
+	if !ok || len(out) == 0 {
+		return
+	}
+	vr, err := edit(d)
+	if err != nil {
+		return
+	}
+	if report := verifyDerived.Load(); report != nil {
+		(*report)(derivecheck.Check(rq.codec, vr, out))
+	}
+	rq.countedOut, rq.out = out, vr
+}
+
+// spliced returns rq.in with e applied to its items (Codec.Splice), its
+// count derived from the edit.
+func spliced(rq *job, e view.Edit) ([]byte, error) {
+	out, err := rq.codec.Splice(rq.in, e)
+	if err != nil {
+		return nil, err
+	}
+	derive(rq, out, func(d view.Deriver) (*view.Request, error) { return d.Spliced(rq.in, e, out) })
+	return out, nil
+}
+
+// digest applies package selective to rq.in (sr.Body is rq.in.Body): the
+// patched body's count is derived from its patches.
+func (e *Engine) digest(ctx context.Context, rq *job, sr selective.Request) (selective.Result, error) {
+	res, err := e.sel.Apply(ctx, sr)
+	if err != nil || len(res.Patches) == 0 || len(sr.Body) == 0 || &sr.Body[0] != &rq.in.Body[0] {
+		return res, err
+	}
+	derive(rq, res.Body, func(d view.Deriver) (*view.Request, error) { return d.Patched(rq.in, res.Patches, res.Body) })
+	return res, nil
 }

@@ -11,7 +11,7 @@ import (
 // rest, by inserted (raw items), leaving every other byte of the body as
 // it was.
 func rebuild(rq *job, inserted [][]byte, rest int) ([]byte, error) {
-	out, err := rq.codec.Splice(rq.in, view.Edit{From: rq.conv.head, To: rest, Insert: inserted})
+	out, err := spliced(rq, view.Edit{From: rq.conv.head, To: rest, Insert: inserted})
 	if err != nil {
 		return nil, fmt.Errorf("writing condensed messages: %w", err)
 	}

@@ -31,7 +31,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 			return e.digestWithLLM(ctx, rq, in)
 		}
 	}
-	res, err := e.sel.Apply(ctx, selective.Request{
+	res, err := e.digest(ctx, rq, selective.Request{
 		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
 		ProtectFrom: e.protectFrom(ctx, rq, msgs, b), BriefBefore: e.briefBefore(rq, msgs),
 		Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,

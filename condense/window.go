@@ -211,7 +211,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 		}
 		return ma.Tokens > mb.Tokens
 	})
-	res, err := e.sel.Apply(ctx, selective.Request{
+	res, err := e.digest(ctx, rq, selective.Request{
 		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
 		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
 	})

@@ -48,6 +48,13 @@ type validator struct {
 	// onField, if set, gets each top-level field of the root object: the
 	// key as written (quoted) and the span of its value.
 	onField func(key string, start, end int)
+	// fieldKeys (unquoted), if set, names top-level fields whose value
+	// spans go to fieldSpans (the last occurrence of a repeated key):
+	// FieldSpans' recording, without a closure to allocate.
+	fieldKeys  []string
+	fieldSpans [][2]int
+	// arrayName is arrayKey unquoted (FieldSpansElems'); either is set.
+	arrayName string
 	// arrayKey (quoted), if set, names a top-level array field whose
 	// element spans go to arrayElems (reset on a repeated key); onArray
 	// gets the array's span.
@@ -64,6 +71,15 @@ type validator struct {
 	// valid: s is known to be valid JSON (a part of a body validated
 	// before), so strings are skipped to their closing quote.
 	valid bool
+}
+
+// isArrayKey reports whether key (quoted, as written) names the array
+// whose elements are recorded.
+func (p *validator) isArrayKey(key string) bool {
+	if p.arrayKey != "" {
+		return key == p.arrayKey
+	}
+	return p.arrayName != "" && len(key) == len(p.arrayName)+2 && key[1:len(key)-1] == p.arrayName
 }
 
 func (p *validator) ws() {
@@ -108,11 +124,13 @@ func (p *validator) value(depth int) bool {
 			if depth == 2 && cur != nil {
 				p.cur = nil // nested objects are not elements
 			}
-			if depth == 0 && p.arrayKey != "" && key == p.arrayKey && p.i < len(p.s) && p.s[p.i] == '[' {
+			if depth == 0 && p.isArrayKey(key) && p.i < len(p.s) && p.s[p.i] == '[' {
 				if !p.elements(depth+1, p.arrayElems, p.elemFields) {
 					return false
 				}
-				p.onArray(valStart, p.i)
+				if p.onArray != nil {
+					p.onArray(valStart, p.i)
+				}
 			} else if !p.value(depth + 1) {
 				return false
 			}
@@ -121,6 +139,13 @@ func (p *validator) value(depth int) bool {
 				for j, k := range p.elemKeys {
 					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
 						cur[j] = [2]int{valStart - p.curAt, p.i - p.curAt}
+					}
+				}
+			}
+			if depth == 0 && p.fieldKeys != nil {
+				for j, k := range p.fieldKeys {
+					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
+						p.fieldSpans[j] = [2]int{valStart, p.i}
 					}
 				}
 			}
@@ -427,16 +452,9 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
-	p := &validator{s: obj, valid: valid, onField: func(key string, start, end int) {
-		for i, k := range keys {
-			if len(key) == len(k)+2 && key[1:len(key)-1] == k {
-				spans[i] = [2]int{start, end}
-			}
-		}
-	}}
+	p := &validator{s: obj, valid: valid, fieldKeys: keys, fieldSpans: spans}
 	if arrayKey != "" && elems != nil {
-		p.arrayKey, p.arrayElems = `"`+arrayKey+`"`, elems
-		p.onArray = func(int, int) {}
+		p.arrayName, p.arrayElems = arrayKey, elems
 	}
 	p.ws()
 	if p.i >= len(obj) || obj[p.i] != '{' {

@@ -49,6 +49,8 @@ type Request struct {
 	Body []byte
 	// Model is the request's model ("" when absent).
 	Model string
+	// Encoding is the tokenizer encoding the request was counted with.
+	Encoding string
 	// Total is the request's input tokens (items, tools, system and the
 	// format's overheads), before any safety factor.
 	Total int

@@ -11,13 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
-	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
+	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -48,25 +47,7 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	if err != nil {
 		return nil, err
 	}
-	r.Private = sc
-	// The head: leading system/developer messages, then the first user
-	// message.
-	role := func(i int) string { return span(r.Raw(i), sc.message(i)[fieldRole]).Str }
-	h := 0
-	for h < len(r.Items) && (role(h) == view.RoleSystem || role(h) == view.RoleDeveloper) {
-		h++
-	}
-	if h < len(r.Items) && role(h) == view.RoleUser {
-		h++
-	}
-	r.Head = h
-	// The agent's own compaction request: its last message, a user
-	// message, opens with the agent's summary instruction.
-	if n := len(r.Items); n > 0 && role(n-1) == view.RoleUser {
-		if sp := sc.message(n - 1)[fieldContent]; sp[1] > 0 {
-			r.Compaction = compaction.Content(r.Raw(n - 1)[sp[0]:sp[1]])
-		}
-	}
+	c.finish(r, sc)
 	return r, nil
 }
 
@@ -82,6 +63,14 @@ func span(raw string, sp [2]int) gjson.Result {
 func (c *Codec) Parse(r *view.Request) error {
 	sc, _ := r.Private.(*scan)
 	spans := make([][2]int, len(messageKeys))
+	// An item's calls, answers and outputs come from shared blocks.
+	var (
+		calls   []view.Call
+		elems   [][2]int
+		callS   slab.Slab[view.Call]
+		answerS slab.Slab[string]
+		outS    slab.Slab[view.Output]
+	)
 	for i := range r.Items {
 		it := &r.Items[i]
 		// What a parse sets starts empty: a copy of a parsed request
@@ -100,30 +89,32 @@ func (c *Codec) Parse(r *view.Request) error {
 		case view.RoleTool:
 			id := span(raw, f[fieldToolCallID]).Str
 			it.Glue = true
-			it.Answers = []string{id}
-			it.Outputs = []view.Output{{CallID: id, Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens}}
+			it.Answers = answerS.One(id)
+			it.Outputs = outS.One(view.Output{CallID: id, Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens})
 		case view.RoleUser:
 			if f[fieldContent][1] > 0 {
-				it.Outputs = []view.Output{{Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens, Own: true}}
+				it.Outputs = outS.One(view.Output{Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens, Own: true})
 			}
 		case view.RoleAssistant:
-			if f[fieldToolCalls][1] == 0 {
+			if f[fieldToolCalls][1] == 0 || raw[f[fieldToolCalls][0]] != '[' {
 				break
 			}
-			j := 0
-			span(raw, f[fieldToolCalls]).ForEach(func(_, tc gjson.Result) bool {
+			// The calls, each read from its own element (the offset of
+			// its arguments in the message is the element's plus theirs
+			// in it).
+			jsonscan.FieldSpansElemsValid(raw, nil, nil, "tool_calls", &elems)
+			calls = calls[:0]
+			for _, el := range elems {
+				tc := gjson.Parse(raw[el[0]:el[1]])
 				call := view.Call{ID: tc.Get("id").Str, Name: tc.Get("function.name").Str}
-				// The path from the message itself: gjson reports the
-				// value's offset in the JSON it was asked of.
-				args := gjson.Get(raw, "tool_calls."+strconv.Itoa(j)+".function.arguments")
-				j++
+				args := tc.Get("function.arguments")
 				call.Args = args.String()
 				if args.Type == gjson.String && args.Index > 0 {
-					call.ArgsSpan = [2]int{it.Start + args.Index, it.Start + args.Index + len(args.Raw)}
+					call.ArgsSpan = [2]int{it.Start + el[0] + args.Index, it.Start + el[0] + args.Index + len(args.Raw)}
 				}
-				it.Calls = append(it.Calls, call)
-				return true
-			})
+				calls = append(calls, call)
+			}
+			it.Calls = callS.Copy(calls)
 		}
 	}
 	for i := r.Head; i < len(r.Items); i++ {

@@ -70,7 +70,7 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		model = gjson.Parse(js[sp[0]:sp[1]]).String()
 	}
 	encoding := encodingFor(model)
-	r := &view.Request{Body: body, Model: model, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
+	r := &view.Request{Body: body, Model: model, Encoding: encoding, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
 	// Each message is hashed once and looked up with the others under one
 	// lock; only those not found are counted.
 	for i, sp := range obj.Elements {

@@ -44,3 +44,40 @@ func TestParseACopyAgain(t *testing.T) {
 		t.Errorf("the copy's parse wrote into the original's calls: %+v", r.Items[2].Calls[:3])
 	}
 }
+
+// TestParseCalls: each tool call's id, name and arguments (unescaped), and
+// the span of its arguments string in the body, whatever the white space
+// and field order around it.
+func TestParseCalls(t *testing.T) {
+	c := New(tokenizer.New(tokenizer.Options{}))
+	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"u"},` +
+		`{"role":"assistant", "tool_calls": [ {"type":"function","function":{"arguments":"{\"p\":\"a\\\"b\"}", "name":"grep"},"id":"a"} ,` +
+		"\n" + `{"id":"b","function":{"name":"read","arguments":{"x":1}}}, {"id":"c","function":{"name":"ls","arguments":""}}], "content":null},` +
+		`{"role":"tool","tool_call_id":"a","content":"x"},{"role":"tool","tool_call_id":"b","content":"y"},{"role":"tool","tool_call_id":"c","content":"z"}]}`
+	r, err := c.Scan([]byte(body), func(string) string { return tokenizer.O200kBase })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Parse(r); err != nil {
+		t.Fatal(err)
+	}
+	calls := r.Items[1].Calls
+	want := []struct{ id, name, args, span string }{
+		{"a", "grep", `{"p":"a\"b"}`, `"{\"p\":\"a\\\"b\"}"`},
+		{"b", "read", `{"x":1}`, ""},
+		{"c", "ls", "", `""`},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls: %+v", len(calls), calls)
+	}
+	for i, w := range want {
+		got := calls[i]
+		sp := ""
+		if got.ArgsSpan[1] > 0 {
+			sp = body[got.ArgsSpan[0]:got.ArgsSpan[1]]
+		}
+		if got.ID != w.id || got.Name != w.name || got.Args != w.args || sp != w.span {
+			t.Errorf("call %d: %q %q %q span %q, want %+v", i, got.ID, got.Name, got.Args, sp, w)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -32,10 +33,10 @@ const (
 )
 
 // blocks returns the blocks of a message's content array, given the
-// spans of its elements in raw; ok is false when an element is not an
-// object.
-func blocks(raw string, elems [][2]int) ([]block, bool) {
-	out := make([]block, 0, len(elems))
+// spans of its elements in raw, in buf's memory; ok is false when an
+// element is not an object.
+func blocks(raw string, elems [][2]int, buf []block) ([]block, bool) {
+	out := buf[:0]
 	for _, e := range elems {
 		if raw[e[0]] != '{' {
 			return nil, false
@@ -105,10 +106,11 @@ var topKeys = [2]string{"role", "content"}
 func (c *Codec) Parse(r *view.Request) error {
 	var top [2][2]int
 	var elems [][2]int
+	var p parser
 	lastCompaction := -1
 	for i := range r.Items {
 		it := &r.Items[i]
-		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
 		if !jsonscan.FieldSpansElemsValid(raw, topKeys[:], top[:], "content", &elems) {
 			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
@@ -122,7 +124,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		var bs []block
 		if isArray {
 			var ok bool
-			if bs, ok = blocks(raw, elems); !ok {
+			if bs, ok = blocks(raw, elems, p.blocks); !ok {
 				return fmt.Errorf("%w: message %d has a content block that is not an object", view.ErrInvalid, i)
 			}
 		} else if raw[content[0]] != '"' {
@@ -131,6 +133,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		switch role {
 		case view.RoleAssistant:
 			it.Role = role
+			p.calls = p.calls[:0]
 			for _, b := range bs {
 				switch {
 				case b.typ == "tool_use":
@@ -138,7 +141,7 @@ func (c *Codec) Parse(r *view.Request) error {
 					if id == "" {
 						return fmt.Errorf("%w: message %d has a tool_use without id", view.ErrInvalid, i)
 					}
-					it.Calls = append(it.Calls, view.Call{ID: id, Name: b.value(raw, bName).Str, Args: b.value(raw, bInput).Raw})
+					p.calls = append(p.calls, view.Call{ID: id, Name: b.value(raw, bName).Str, Args: b.value(raw, bInput).Raw})
 				case frozenAssistant[b.typ]:
 					it.Frozen = true
 					if b.typ == "compaction" {
@@ -146,13 +149,17 @@ func (c *Codec) Parse(r *view.Request) error {
 					}
 				}
 			}
+			it.Calls = p.callS.Copy(p.calls)
 		case view.RoleUser:
 			it.Role = role
-			if err := c.parseUser(it, raw, content, bs, isArray, i); err != nil {
+			if err := p.user(it, raw, content, bs, isArray, i); err != nil {
 				return err
 			}
 		default:
 			return fmt.Errorf("%w: message %d has role %q", view.ErrInvalid, i, role)
+		}
+		if cap(bs) > cap(p.blocks) {
+			p.blocks = bs // the larger buffer, for the next message
 		}
 	}
 	if r.Head > 0 && len(r.Items[0].Answers) > 0 {
@@ -171,9 +178,22 @@ func (c *Codec) Parse(r *view.Request) error {
 	return nil
 }
 
-// parseUser fills in a user message: the tool results it opens with, or
-// its own text.
-func (c *Codec) parseUser(it *view.Item, raw string, content [2]int, bs []block, isArray bool, i int) error {
+// parser is what Parse reuses from message to message: its buffers, and
+// the shared blocks the items' calls, answers and outputs are copied to.
+type parser struct {
+	blocks  []block
+	calls   []view.Call
+	answers []string
+	outputs []view.Output
+	callS   slab.Slab[view.Call]
+	answerS slab.Slab[string]
+	outS    slab.Slab[view.Output]
+}
+
+// user fills in a user message: the tool results it opens with, or its
+// own text.
+func (p *parser) user(it *view.Item, raw string, content [2]int, bs []block, isArray bool, i int) error {
+	p.answers, p.outputs = p.answers[:0], p.outputs[:0]
 	front := true
 	for _, b := range bs {
 		if b.typ != "tool_result" {
@@ -194,10 +214,11 @@ func (c *Codec) parseUser(it *view.Item, raw string, content [2]int, bs []block,
 		} else {
 			out.Frozen = true
 		}
-		it.Answers = append(it.Answers, id)
-		it.Outputs = append(it.Outputs, out)
+		p.answers = append(p.answers, id)
+		p.outputs = append(p.outputs, out)
 	}
-	if len(it.Answers) > 0 {
+	if len(p.answers) > 0 {
+		it.Answers, it.Outputs = p.answerS.Copy(p.answers), p.outS.Copy(p.outputs)
 		it.Glue = true
 		return nil
 	}
@@ -207,7 +228,7 @@ func (c *Codec) parseUser(it *view.Item, raw string, content [2]int, bs []block,
 	if isArray && !digestible(raw[content[0]:content[1]]) {
 		own.Frozen = true
 	}
-	it.Outputs = []view.Output{own}
+	it.Outputs = p.outS.One(own)
 	return nil
 }
 

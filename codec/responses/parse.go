@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -95,9 +96,15 @@ func (c *Codec) Parse(r *view.Request) error {
 	spans := make([][2]int, len(parseKeys))
 	prevModel := false
 	lastCompaction := -1
+	// An item's calls, answers and outputs come from shared blocks.
+	var (
+		callS   slab.Slab[view.Call]
+		answerS slab.Slab[string]
+		outS    slab.Slab[view.Output]
+	)
 	for i := range r.Items {
 		it := &r.Items[i]
-		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens}
+		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
 		if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
@@ -126,7 +133,7 @@ func (c *Codec) Parse(r *view.Request) error {
 				// steps may digest (a tool result pasted into a user
 				// message).
 				if sp := spans[fContent]; sp[1] > 0 {
-					it.Outputs = []view.Output{{Start: it.Start, End: it.End, Value: sp, Tokens: it.Tokens, Own: true, Frozen: !digestible(raw[sp[0]:sp[1]])}}
+					it.Outputs = outS.One(view.Output{Start: it.Start, End: it.End, Value: sp, Tokens: it.Tokens, Own: true, Frozen: !digestible(raw[sp[0]:sp[1]])})
 				}
 			case view.RoleSystem, view.RoleDeveloper:
 				it.Role = role
@@ -143,11 +150,11 @@ func (c *Codec) Parse(r *view.Request) error {
 			if args.Type == gjson.String {
 				call.ArgsSpan = [2]int{it.Start + spans[fArguments][0], it.Start + spans[fArguments][1]}
 			}
-			it.Role, it.Calls, model = view.RoleAssistant, []view.Call{call}, true
+			it.Role, it.Calls, model = view.RoleAssistant, callS.One(call), true
 		case t == "custom_tool_call":
 			// Free-form input (a patch…), not JSON: never shortened.
 			it.Role, model = view.RoleAssistant, true
-			it.Calls = []view.Call{{ID: val(fCallID).Str, Name: val(fName).Str, Args: val(fInput).String()}}
+			it.Calls = callS.One(view.Call{ID: val(fCallID).Str, Name: val(fName).Str, Args: val(fInput).String()})
 		case t == "local_shell_call", t == "computer_call", t == "shell_call", t == "apply_patch_call":
 			// Built-in tools the client runs: what to do is an action
 			// (or a patch operation) object, never shortened.
@@ -160,7 +167,7 @@ func (c *Codec) Parse(r *view.Request) error {
 				args = val(fOperation).Raw
 			}
 			it.Role, model = view.RoleAssistant, true
-			it.Calls = []view.Call{{ID: id, Name: strings.TrimSuffix(t, "_call"), Args: args}}
+			it.Calls = callS.One(view.Call{ID: id, Name: strings.TrimSuffix(t, "_call"), Args: args})
 		case outputTypes[t]:
 			id := val(fCallID).Str
 			if id == "" && t == "local_shell_call_output" {
@@ -175,7 +182,7 @@ func (c *Codec) Parse(r *view.Request) error {
 			} else {
 				out.Frozen = true
 			}
-			it.Role, it.Glue, it.Answers, it.Outputs = view.RoleTool, true, []string{id}, []view.Output{out}
+			it.Role, it.Glue, it.Answers, it.Outputs = view.RoleTool, true, answerS.One(id), outS.One(out)
 		case serverToolTypes[t]:
 			it.Role, it.Frozen, model = view.RoleAssistant, true, true
 		case isCompaction(t):

@@ -44,6 +44,7 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 		r.Model = strings.Clone(gjson.Parse(r.Span(sp[0], sp[1])).String())
 	}
 	enc = encodingFor(r.Model)
+	r.Encoding = enc
 	// Each element is hashed once (the count cache's key, which the
 	// engine's prefix log reuses) and looked up with the others under one
 	// lock; only those not found are counted.
@@ -67,4 +68,44 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 		r.Total += it.Tokens
 	}
 	return r, &o, enc, nil
+}
+
+// Derive returns the request a Scan of out would return, out being in's
+// body with its conversation array laid out as l (view.Layout): the
+// items carried keep their counts and hashes; the new or changed ones are
+// validated, hashed and counted as Scan counts them (cached under kind);
+// the counts outside the items (in.Total less in's items) are carried.
+// Model and Array are set; the codec sets what depends on the items (the
+// head, the compaction mark). An empty array is view.ErrNotRequest when
+// emptyOK is false, as for Scan.
+func Derive(c *tokenizer.Counter, in *view.Request, out []byte, l view.Layout, kind string, emptyOK bool,
+	count func(enc, raw string) int) (r *view.Request, err error) {
+	if !emptyOK && len(l.Items) == 0 {
+		return nil, view.ErrNotRequest
+	}
+	if err := c.CheckItems(len(l.Items)); err != nil {
+		return nil, tooMany{err}
+	}
+	enc := in.Encoding
+	r = &view.Request{Body: out, Model: in.Model, Encoding: enc, Items: l.Items, Array: l.Array}
+	r.Total = in.Total - in.ItemTokens()
+	for i := range r.Items {
+		it := &r.Items[i]
+		if l.Src[i] >= 0 {
+			r.CacheHits++
+		} else {
+			raw := r.Raw(i)
+			if !jsonscan.Valid(raw) {
+				return nil, view.ErrNotRequest
+			}
+			it.Hash = tokenizer.ItemHash(raw)
+			n, hit := c.CachedHash(enc, kind, it.Hash, func() int { return count(enc, raw) })
+			it.Tokens = n
+			if hit {
+				r.CacheHits++
+			}
+		}
+		r.Total += it.Tokens
+	}
+	return r, nil
 }

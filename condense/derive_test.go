@@ -1,0 +1,178 @@
+package condense
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/responses"
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/derivecheck"
+	"github.com/condense-proxy/condense-proxy/selective"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// chatCounting and respCounting are codecs that count their scans (every
+// other method is their codec's).
+type chatCounting struct {
+	*chat.Codec
+	scans atomic.Int32
+}
+
+func (c *chatCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *chatCounting) scanned() int32 { return c.scans.Load() }
+
+type respCounting struct {
+	*responses.Codec
+	scans atomic.Int32
+}
+
+func (c *respCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *respCounting) scanned() int32 { return c.scans.Load() }
+
+// TestDerivedCountsMatchScan condenses growing synthetic sessions in chat
+// completions and Responses form in every mode, with digests and cleared
+// tool inputs: every condensed body's count is derived from the edits
+// that made it (TestMain compares each with a scan of the body: the
+// total, every item's span, count and hash, the head and the parse), and
+// the reported count of the forwarded body is its scan's.
+func TestDerivedCountsMatchScan(t *testing.T) {
+	sess, _ := corpus.Synthetic(7, 400_000)
+	rs := corpus.Responses(sess)
+	ends := sess.TurnEnds()
+	formats := []struct {
+		name  string
+		codec view.Codec
+		req   func(k int) ([]byte, error)
+		turns int
+	}{
+		{"chat", chatCodec, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
+		{"responses", responses.New(counter), rs.Request, rs.Turns()},
+	}
+	for _, f := range formats {
+		for _, mode := range []string{ModeFull, ModeSelective, ModeTruncate, ModeAuto} {
+			t.Run(f.name+"/"+mode, func(t *testing.T) {
+				before := derivecheck.Checked()
+				e := newEngine(30000, nil, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 4000, SummaryBudgetTokens: 2000,
+					Selective: selective.Options{ClearToolInputs: true}})
+				condensed := 0
+				for k := 0; k < f.turns; k += 3 {
+					b, err := f.req(k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := e.Condense(context.Background(), Request{Body: b, Codec: f.codec, Mode: mode, Scope: "s"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Report.Applied == AppliedNone {
+						continue
+					}
+					condensed++
+					vr, err := f.codec.Scan(res.Body, func(string) string { return "o200k_base" })
+					if err != nil {
+						t.Fatalf("request %d: forwarded body does not scan: %v", k, err)
+					}
+					if res.Report.TokensAfter != vr.Total {
+						t.Errorf("request %d: %d tokens after reported, its scan counts %d", k, res.Report.TokensAfter, vr.Total)
+					}
+				}
+				if condensed == 0 || derivecheck.Checked() == before {
+					t.Fatalf("%d requests condensed, %d derived: the test tests nothing", condensed, derivecheck.Checked()-before)
+				}
+			})
+		}
+	}
+}
+
+// TestCondensedBodyScannedOnce: condensing a request whose summaries are
+// cached scans the body as received and nothing else: the condensed
+// body's count comes from the edit. (TestMain's checks, which scan every
+// derived body, are off while it runs.)
+func TestCondensedBodyScannedOnce(t *testing.T) {
+	VerifyDerived(nil)
+	defer VerifyDerived(derivecheck.Record)
+	sess, _ := corpus.Synthetic(31, 300_000)
+	chatBody, _ := sess.Request("gpt-4o", 0)
+	rs := corpus.Responses(sess)
+	respBody, _ := rs.Request(rs.Turns() - 1)
+	type counting interface {
+		view.Codec
+		scanned() int32
+	}
+	for _, f := range []struct {
+		name  string
+		codec counting
+		body  []byte
+	}{
+		{"chat", &chatCounting{Codec: chat.New(counter)}, chatBody},
+		{"responses", &respCounting{Codec: responses.New(counter)}, respBody},
+	} {
+		for _, o := range []struct {
+			mode    string
+			window  int
+			applied string
+		}{{ModeFull, 40000, AppliedFull}, {ModeSelective, 100000, AppliedSelective}, {ModeTruncate, 40000, AppliedTruncate}, {ModeSelective, 40000, AppliedTruncate}} {
+			e := newEngine(o.window, nil, Options{Summarizer: "extractive", SelectiveEnabled: true})
+			if _, err := e.Condense(context.Background(), Request{Codec: f.codec, Body: f.body, Scope: "s", Mode: o.mode}); err != nil {
+				t.Fatal(err)
+			}
+			before := f.codec.scanned()
+			res, err := e.Condense(context.Background(), Request{Codec: f.codec, Body: f.body, Scope: "s", Mode: o.mode})
+			if err != nil || res.Report.Applied != o.applied {
+				t.Fatalf("%s %s at %d: %v %s (%s)", f.name, o.mode, o.window, err, res.Report.Applied, res.Report.Reason)
+			}
+			if n := f.codec.scanned() - before; n != 1 {
+				t.Errorf("%s %s at %d: %d scans of one request, want 1", f.name, o.mode, o.window, n)
+			}
+		}
+	}
+}
+
+// TestDeriveCheckCatchesWrongCounts: the comparison TestMain makes fails
+// on a derived request whose total, item count or item span is off.
+func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
+	b := body(t, session(3, 30))
+	in, err := chatCodec.Scan(b, func(string) string { return "o200k_base" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := view.Edit{From: in.Head, To: in.Head + 4, Insert: [][]byte{chatCodec.Note("a summary")}}
+	out, err := chatCodec.Splice(in, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := chatCodec.Spliced(in, e, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := derivecheck.Check(chatCodec, good, out); err != nil {
+		t.Fatalf("a correct derivation fails: %v", err)
+	}
+	for name, spoil := range map[string]func(r *view.Request){
+		"total":  func(r *view.Request) { r.Total++ },
+		"tokens": func(r *view.Request) { r.Items[len(r.Items)-1].Tokens++ },
+		"span":   func(r *view.Request) { r.Items[in.Head].End-- },
+		"hash":   func(r *view.Request) { r.Items[0].Hash++ },
+		"head":   func(r *view.Request) { r.Head = 0 },
+	} {
+		bad := *good
+		bad.Items = append([]view.Item(nil), good.Items...)
+		spoil(&bad)
+		if err := derivecheck.Check(chatCodec, &bad, out); err == nil {
+			t.Errorf("%s: a wrong derivation passes", name)
+		} else {
+			t.Log(name, ":", fmt.Sprint(err))
+		}
+	}
+}
