@@ -267,6 +267,10 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 				t.Fatalf("report %+v", res.Report)
 			}
 			validate(t, res.Body)
+			// Background work the request started (summaries prepared
+			// ahead) finishes first: a loaded machine may run it after
+			// the request returns.
+			e.Close(context.Background())
 			first := f.calls.Load()
 			// The failing summarizer is not retried on the next request.
 			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
