@@ -152,7 +152,7 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := chatCodec.Spliced(in, e, out)
+	good, err := chatCodec.Derive(in, out, view.SpliceLayout(in, in.Array, e))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -628,15 +628,20 @@ func VerifyDerived(report func(error)) {
 }
 
 // derive makes out, which an edit of rq.in made, the job's counted body:
-// its request derived from the edit by the codec (view.Deriver), the
-// items carried over keeping their counts, so that countOut does not scan
-// it again. A codec that cannot derive it leaves countOut to scan it.
-func derive(rq *job, out []byte, edit func(d view.Deriver) (*view.Request, error)) {
+// its request derived by the codec (view.Deriver) from the edit's layout
+// (made by layout), the items carried over keeping their counts, so that
+// countOut does not scan it again. A codec that cannot derive it leaves
+// countOut to scan it.
+func derive(rq *job, out []byte, layout func() (view.Layout, error)) {
 	d, ok := rq.codec.(view.Deriver)
 	if !ok || len(out) == 0 {
 		return
 	}
-	vr, err := edit(d)
+	l, err := layout()
+	if err != nil {
+		return
+	}
+	vr, err := d.Derive(rq.in, out, l)
 	if err != nil {
 		return
 	}
@@ -653,7 +658,12 @@ func spliced(rq *job, e view.Edit) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	derive(rq, out, func(d view.Deriver) (*view.Request, error) { return d.Spliced(rq.in, e, out) })
+	derive(rq, out, func() (view.Layout, error) {
+		if rq.in.Array[1] == 0 {
+			return view.Layout{}, fmt.Errorf("%w: no conversation array", view.ErrNotDerivable)
+		}
+		return view.SpliceLayout(rq.in, rq.in.Array, e), nil
+	})
 	return out, nil
 }
 
@@ -664,6 +674,6 @@ func (e *Engine) digest(ctx context.Context, rq *job, sr selective.Request) (sel
 	if err != nil || len(res.Patches) == 0 || len(sr.Body) == 0 || &sr.Body[0] != &rq.in.Body[0] {
 		return res, err
 	}
-	derive(rq, res.Body, func(d view.Deriver) (*view.Request, error) { return d.Patched(rq.in, res.Patches, res.Body) })
+	derive(rq, res.Body, func() (view.Layout, error) { return view.PatchLayout(rq.in, res.Patches) })
 	return res, nil
 }

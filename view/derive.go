@@ -12,11 +12,11 @@ import (
 // the items the edit inserted or changed are counted, and the format's
 // overheads outside the items are carried as they were.
 type Deriver interface {
-	// Spliced returns the scan of out, which Splice(in, e) returned.
-	Spliced(in *Request, e Edit, out []byte) (*Request, error)
-	// Patched returns the scan of out, which ApplyPatches(in.Body,
-	// patches) returned (patches sorted by Start, each inside one item).
-	Patched(in *Request, patches []Patch, out []byte) (*Request, error)
+	// Derive returns the scan of out, the body an edit of in made, its
+	// items laid out as l (SpliceLayout of a Splice, PatchLayout of
+	// patches): the items l carries keep their counts, the others are
+	// counted.
+	Derive(in *Request, out []byte, l Layout) (*Request, error)
 }
 
 // Layout is where a derived body's items are: the conversation array

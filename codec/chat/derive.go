@@ -1,9 +1,6 @@
 package chat
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
@@ -14,30 +11,12 @@ import (
 
 var _ view.Deriver = (*Codec)(nil)
 
-// Spliced implements view.Deriver: the scan of Splice(in, e) without
-// scanning it, the messages kept carrying their counts and field spans.
-func (c *Codec) Spliced(in *view.Request, e view.Edit, out []byte) (*view.Request, error) {
-	if in.Array[1] == 0 {
-		return nil, errors.New("chat: no messages array to derive")
-	}
-	return c.derive(in, out, view.SpliceLayout(in, in.Array, e))
-}
-
-// Patched implements view.Deriver: the scan of a body patched inside its
-// messages, only the patched ones counted again.
-func (c *Codec) Patched(in *view.Request, patches []view.Patch, out []byte) (*view.Request, error) {
-	l, err := view.PatchLayout(in, patches)
-	if err != nil {
-		return nil, fmt.Errorf("chat: %w", err)
-	}
-	return c.derive(in, out, l)
-}
-
-// derive is Scan of out laid out as l: the messages carried keep their
-// counts and the spans of their fields (relative to the message); the new
-// or changed ones are validated, their fields found and counted as count
-// counts them; the tools and the reply priming are carried.
-func (c *Codec) derive(in *view.Request, out []byte, l view.Layout) (*view.Request, error) {
+// Derive implements view.Deriver: Scan of out laid out as l. The messages
+// carried keep their counts and the spans of their fields (relative to
+// the message); the new or changed ones are validated, their fields found
+// and counted as count counts them; the tools and the reply priming are
+// carried.
+func (c *Codec) Derive(in *view.Request, out []byte, l view.Layout) (*view.Request, error) {
 	if err := c.counter.CheckItems(len(l.Items)); err != nil {
 		return nil, tooMany{err}
 	}
