@@ -354,3 +354,110 @@ func TestAutoCosts(t *testing.T) {
 		t.Errorf("digests removing as much as the fold: folds %.0f, digests %.0f; want digests cheaper", f, d)
 	}
 }
+
+// TestFrontierMovesWhenItPaysOrMust: over the threshold, selective's
+// digest frontier stays where the conversation's first condensation put
+// it unless a move paid when it became possible (the cost model's test of
+// an edit of cached history, over half the usual horizon) or the request,
+// digested as before, would not fit the threshold. A conversation whose
+// later outputs are small beside the agent's own text never moves it
+// while it fits (it used to follow its grid, a move every stride: a bust
+// of the tail for a saving that did not repay it); one with large outputs
+// still moves it before it must, as the cost model prices those moves.
+func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
+	// Large outputs first, then steps of the agent's text with small
+	// outputs.
+	small := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("c%d", i)
+		say := strings.Repeat(fmt.Sprintf("Step %d: reading the handlers. ", i), 10)
+		out := listing(i)
+		if i < 10 {
+			out = strings.Repeat(out, 8)
+		} else {
+			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 70)
+		}
+		small = append(small, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+	}
+	large, _ := corpus.Synthetic(5, 600_000)
+	for _, tc := range []struct {
+		name     string
+		window   int
+		requests func() [][]byte
+		// paid: whether moves made while the request fits are expected
+		paid bool
+	}{
+		{"small later outputs", 64_000, func() [][]byte {
+			var out [][]byte
+			for n := 4; n <= len(small); n += 2 {
+				out = append(out, body(t, small[:n]))
+			}
+			return out
+		}, false},
+		{"large outputs", 128_000, func() [][]byte {
+			var out [][]byte
+			for _, n := range large.TurnEnds() {
+				b, err := large.Request("gpt-4o", n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, b)
+			}
+			return out
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
+				return ModelLimits{Window: tc.window, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+			}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+			trigger := tc.window * 3 / 4
+			prevDigests, prevSaved := 0, 0
+			condensed, stayed, paid, forced := 0, 0, 0, 0
+			for _, b := range tc.requests() {
+				res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := res.Report
+				if r.TokensBefore <= trigger {
+					continue
+				}
+				if r.Applied != AppliedSelective {
+					break // the window: no longer digests alone
+				}
+				digests := 0
+				for _, c := range r.Changes {
+					if c.Kind == ChangeDigest {
+						digests++
+					}
+				}
+				if condensed++; condensed > 1 {
+					// The previous request's digests, made again here,
+					// would have saved what they saved there.
+					fitsAsBefore := r.TokensBefore-prevSaved <= trigger
+					switch {
+					case digests != prevDigests && fitsAsBefore:
+						paid++
+						if !tc.paid {
+							t.Errorf("request of %d tokens: the frontier moved (%d → %d digests) although the previous digests left %d tokens, under the threshold",
+								r.TokensBefore, prevDigests, digests, r.TokensBefore-prevSaved)
+						}
+					case digests != prevDigests:
+						forced++
+					case !fitsAsBefore:
+						t.Errorf("request of %d tokens forwarded at %d, over the threshold, with the frontier unmoved", r.TokensBefore, r.TokensAfter)
+					default:
+						stayed++
+					}
+				}
+				prevDigests, prevSaved = digests, r.TokensBefore-r.TokensAfter
+			}
+			t.Logf("%d requests condensed by digests alone: the frontier stayed on %d, moved on %d before it had to, on %d when it had to", condensed, stayed, paid, forced)
+			if stayed < 10 || tc.paid && paid == 0 || !tc.paid && forced == 0 {
+				t.Fatalf("the session tests nothing")
+			}
+		})
+	}
+}

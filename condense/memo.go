@@ -31,6 +31,10 @@ const (
 	// decisionFrontier is how far selective condensing's digest frontier
 	// moves at once (tokens of the conversation as received).
 	decisionFrontier = "frontier"
+	// decisionFrontierFirst is the step the digest frontier stood at
+	// when the conversation was first condensed over the threshold
+	// (plus 1): later requests move it on only when they must.
+	decisionFrontierFirst = "frontierfirst"
 	// decisionCondensed marks a conversation condensed once (with
 	// condense.defer: deferral is over for it).
 	decisionCondensed = "condensed"

@@ -31,14 +31,34 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 			return e.digestWithLLM(ctx, rq, in)
 		}
 	}
-	res, err := e.digest(ctx, rq, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
-		ProtectFrom: e.protectFrom(ctx, rq, msgs, b), BriefBefore: e.briefBefore(rq, msgs),
-		Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
-		Keep: func(id string, original func() []byte) {
-			e.keepOriginal(ctx, rq, id, original)
-		},
-	})
+	apply := func(protect int) (selective.Result, error) {
+		return e.digest(ctx, rq, selective.Request{
+			Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
+			ProtectFrom: protect, BriefBefore: e.briefBefore(rq, msgs),
+			Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
+			Keep: func(id string, original func() []byte) {
+				e.keepOriginal(ctx, rq, id, original)
+			},
+		})
+	}
+	// The frontier: the first of its possible points at which the
+	// request fits the limit (the frontier moves when it must, as full
+	// mode's fold does: a move re-writes what follows the old frontier),
+	// else the last.
+	var res selective.Result
+	points := e.frontierPoints(ctx, rq, msgs, b)
+	for i, point := range points {
+		rq.frontier = point
+		if res, err = apply(e.protectIndex(rq, msgs, point)); err != nil || i == len(points)-1 {
+			break
+		}
+		if res.Digested+res.Cleared == 0 {
+			continue
+		}
+		if after, err := e.countOut(rq, res.Body); err != nil || after.Total <= b.limit {
+			break
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
@@ -128,16 +148,23 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 	return 0
 }
 
-// protectFrom returns the index in msgs from which no output is digested:
-// the newest keep_recent_tool_outputs outputs, and the steps back to the
-// frontier's grid point before them. Outputs then become candidates a
-// frontier stride at a time rather than one per turn, so the digests
-// change in few steps, each re-writing only the tail after it.
-func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Message, b budgets) int {
+// frontierPoints returns where the digest frontier may stand, in the
+// order selective tries them: the step before which outputs may be
+// digested — the outputs older than the newest keep_recent_tool_outputs,
+// back to a point of the frontier's grid before them. Outputs then become
+// candidates a frontier stride at a time rather than one per turn, so the
+// digests change in few steps, each re-writing only the tail after it.
+// With eager digests under the threshold the frontier is the last grid
+// point whose move paid (paidPoint). Over it, the first condensation of
+// the conversation takes the last grid point — every digest there rides
+// on the same bust — and that point is frozen (decisionFrontierFirst);
+// later requests may move on to any grid point after it, the first that
+// fits. The points of the grid never move as the conversation grows, so
+// neither does a frontier that fits.
+func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.Message, b budgets) []int {
 	keep := e.sel.KeepRecent()
 	if keep <= 0 {
-		rq.frontier = len(rq.conv.steps)
-		return len(msgs)
+		return []int{len(rq.conv.steps)}
 	}
 	item := -1 // the item of the keep-th newest output
 	for i, n := len(msgs)-1, 0; i >= 0; i-- {
@@ -149,8 +176,7 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 		}
 	}
 	if item < 0 {
-		rq.frontier = 0
-		return 0 // fewer outputs than protected: none is a candidate
+		return []int{0} // fewer outputs than protected: none is a candidate
 	}
 	c := rq.conv
 	step := len(c.steps)
@@ -160,25 +186,35 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 			break
 		}
 	}
-	// The grid points before that step; the frontier is the last (for
-	// eager digests under the threshold, the last whose move paid).
 	grid := rq.gridTokens()
 	tail := 0
 	for _, t := range grid[step:] {
 		tail += t
 	}
 	points := gridPoints(grid[:step], e.frontierStrideOf(ctx, rq, b, tail))
-	point := 0
+	if len(points) == 0 {
+		return []int{0}
+	}
 	if e.opts.SelectiveEager && !rq.over {
-		point = e.eagerPoint(rq, msgs, points)
-	} else if len(points) > 0 {
-		point = points[len(points)-1]
+		return []int{e.paidPoint(rq, msgs, points, 0, e.eagerMinTokens(rq))}
 	}
-	rq.frontier = point
-	first := c.head
-	if point < len(c.steps) {
-		first = c.steps[point].first
+	first := e.decide(ctx, rq, decisionFrontierFirst, func() int { return points[len(points)-1] + 1 }) - 1
+	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens())
+	for i, p := range points {
+		if p >= first {
+			return points[i:]
+		}
 	}
+	return points[len(points)-1:]
+}
+
+// protectIndex returns the index in msgs from which no output is
+// digested when the frontier stands at step point.
+func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int {
+	if point >= len(rq.conv.steps) {
+		return len(msgs)
+	}
+	first := rq.conv.steps[point].first
 	for i, m := range msgs {
 		if m.Item >= first {
 			return i
@@ -187,21 +223,25 @@ func (e *Engine) protectFrom(ctx context.Context, rq *job, msgs []selective.Mess
 	return len(msgs)
 }
 
-// eagerPoint returns the frontier of eager digests under the threshold:
-// the last of the grid points whose move paid when it became possible
-// — when the keep_recent_tool_outputs-th output after it arrived: the
-// tokens its digests remove, read on every request expected to follow
-// then, outweigh re-writing what follows the previous frontier (the cost
-// model's test of an edit of cached history). Each point's test reads
-// only the conversation as it was then, so the frontier is the same on
-// every later request and replica, and it never moves back. A short
-// conversation is left as it is: its digests would not repay their busts.
-func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, points []int) int {
+// paidPoint returns the last of the grid points after from whose move
+// paid when it became possible — when the keep_recent_tool_outputs-th
+// output after it arrived: the tokens its digests remove (outputs of at
+// least least tokens), read on every request expected to follow then,
+// outweigh re-writing what follows the previous frontier (the cost
+// model's test of an edit of cached history), over half the usual
+// horizon, as defer has it: an edit the threshold does not force must pay
+// even if the session ends sooner than it has lasted. Each point's test
+// reads only the conversation as it was then, so the frontier is the same
+// on every later request and replica, and it never moves back. With
+// eager digests under the threshold it is the frontier (from 0: a short
+// conversation is left as it is, its digests would not repay their
+// busts); over the threshold, the frontier moves at least that far from
+// the first condensation's.
+func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int) int {
 	c := rq.conv
 	grid := rq.gridTokens()
 	p := pricesOf(rq.limits)
 	keep := max(e.sel.KeepRecent(), 1)
-	least := e.eagerMinTokens(rq)
 	outs := make([]int, len(c.steps))       // tool outputs per step
 	digestible := make([]int, len(c.steps)) // tokens of those a digest may shrink
 	si := 0
@@ -219,8 +259,11 @@ func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, points []int) int
 			}
 		}
 	}
-	frontier := 0
+	frontier := from
 	for _, g := range points { // the steps before g may be digested
+		if g <= from {
+			continue
+		}
 		at, n := len(c.steps), 0
 		for s := g; s < len(c.steps); s++ {
 			if n += outs[s]; n >= keep {
@@ -235,9 +278,6 @@ func (e *Engine) eagerPoint(rq *job, msgs []selective.Message, points []int) int
 		for s := frontier; s < at; s++ {
 			tail += grid[s]
 		}
-		// Half the usual horizon, as defer has it: an edit the
-		// threshold does not force must pay even if the session ends
-		// sooner than it has lasted.
 		removed := digestShare * float64(saved)
 		if removed*p.read*horizon(at)/2 > (p.write-p.read)*max(float64(tail)-removed, 0) {
 			frontier = g
