@@ -375,7 +375,7 @@ func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
 		if i < 10 {
 			out = strings.Repeat(out, 8)
 		} else {
-			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 70)
+			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 140)
 		}
 		small = append(small, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
 			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},

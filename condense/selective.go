@@ -228,15 +228,17 @@ func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int 
 // output after it arrived: the tokens its digests remove (outputs of at
 // least least tokens), read on every request expected to follow then,
 // outweigh re-writing what follows the previous frontier (the cost
-// model's test of an edit of cached history), over half the usual
-// horizon, as defer has it: an edit the threshold does not force must pay
-// even if the session ends sooner than it has lasted. Each point's test
-// reads only the conversation as it was then, so the frontier is the same
-// on every later request and replica, and it never moves back. With
-// eager digests under the threshold it is the frontier (from 0: a short
-// conversation is left as it is, its digests would not repay their
-// busts); over the threshold, the frontier moves at least that far from
-// the first condensation's.
+// model's test of an edit of cached history). Each point's test reads
+// only the conversation as it was then, so the frontier is the same on
+// every later request and replica, and it never moves back. With eager
+// digests under the threshold it is the frontier (from 0), over half the
+// usual horizon, as defer has it: an edit the threshold does not force
+// must pay even if the session ends sooner than it has lasted, and a
+// short conversation is left as it is. Over the threshold the frontier
+// moves at least that far from the first condensation's, over the usual
+// horizon, as the cost model's other plans expect (half of it moved the
+// frontier too rarely on the corpus: sessions that lasted billed up to
+// 0.035 more, BENCHMARKS.md).
 func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int) int {
 	c := rq.conv
 	grid := rq.gridTokens()
@@ -259,6 +261,10 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 			}
 		}
 	}
+	requests := horizon
+	if !rq.over {
+		requests = func(steps int) float64 { return horizon(steps) / 2 }
+	}
 	frontier := from
 	for _, g := range points { // the steps before g may be digested
 		if g <= from {
@@ -279,7 +285,7 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 			tail += grid[s]
 		}
 		removed := digestShare * float64(saved)
-		if removed*p.read*horizon(at)/2 > (p.write-p.read)*max(float64(tail)-removed, 0) {
+		if removed*p.read*requests(at) > (p.write-p.read)*max(float64(tail)-removed, 0) {
 			frontier = g
 		}
 	}
