@@ -152,7 +152,11 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := chatCodec.Derive(in, out, view.SpliceLayout(in, in.Array, e))
+	l, err := view.SpliceLayout(in, in.Array, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := chatCodec.Derive(in, out, l)
 	if err != nil {
 		t.Fatal(err)
 	}

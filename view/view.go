@@ -182,10 +182,14 @@ type Result struct {
 
 // Edit describes how a condensed request differs from the received one:
 // items [From, To) are replaced by Insert (raw items the codec rendered
-// with Note), and every other item is kept verbatim.
+// with Note), and every other item is kept, verbatim but for Patches:
+// edits of the received body inside the items kept (digests of their
+// tool outputs, shortened arguments), each inside one item; those inside
+// [From, To) go with their items. One Splice writes it all in one pass.
 type Edit struct {
 	From, To int
 	Insert   [][]byte
+	Patches  []Patch
 }
 
 // Codec reads and writes one wire format. Codecs are safe for concurrent
@@ -206,8 +210,8 @@ type Codec interface {
 	// Note renders text as a user-side item of this format (a summary or
 	// a marker), raw JSON.
 	Note(text string) []byte
-	// Splice returns r.Body with e applied to its items array; every
-	// other byte stays as it was.
+	// Splice returns r.Body with e applied to its items array (its
+	// patches too, in the same pass); every other byte stays as it was.
 	Splice(r *Request, e Edit) ([]byte, error)
 	// Error returns the error body this format's clients read, for an
 	// answer the proxy gives itself (status, an OpenAI-style error type,
