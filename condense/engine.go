@@ -24,9 +24,16 @@
 //	              cache (prefix.go: each conversation's last request)
 //	report.go     what was replaced by what, for the headers, the log line,
 //	              the page and the originals (originals.go, memory.go)
-//	engine.go     splice and count: the body an edit made (Codec.Splice,
-//	              selective's patches) is counted from the edit
-//	              (view.Deriver), never scanned again
+//	engine.go     splice and count: the body forwarded is one splice of
+//	              the body as received, digests with a window too — the
+//	              window is planned on the digested copy, and its edit,
+//	              composed with the digests of the items it keeps
+//	              (view.Compose), is written by one Codec.Splice; digests
+//	              alone are selective's one patch pass —; the body
+//	              forwarded is counted from its edit (view.Deriver), never
+//	              scanned again. (A fold whose result is still over the
+//	              limit is windowed by a second splice of the received
+//	              body, the first dropped.)
 //
 // It returns the body to forward — the very same bytes when nothing was
 // done — and a Report of what happened. The Engine never turns a request

@@ -12,7 +12,9 @@
 // the whole body: items replaced by others are an Edit (Codec.Splice); a
 // value replaced inside an item (a tool output's digest, shortened
 // arguments) is a Patch of the body (ApplyPatches), written as the codec
-// renders it. The engine never learns a format's field names: adding a
+// renders it; an Edit carries the patches of the items it keeps, so that
+// digests and a window are one splice of the body as received (Compose
+// maps an edit planned on a digested copy onto it). The engine never learns a format's field names: adding a
 // format is adding a codec.
 package view
 
