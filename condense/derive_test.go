@@ -3,6 +3,7 @@ package condense
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -152,7 +153,11 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := chatCodec.Derive(in, out, view.SpliceLayout(in, in.Array, e))
+	l, err := view.SpliceLayout(in, in.Array, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := chatCodec.Derive(in, out, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +179,136 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 		} else {
 			t.Log(name, ":", fmt.Sprint(err))
 		}
+	}
+}
+
+// splices counts a codec's scans and splices, and the splices of a body
+// other than the one it was told is received.
+type splices struct {
+	received                []byte
+	scans, splices, ofACopy atomic.Int32
+}
+
+func (c *splices) spliced(r *view.Request) {
+	c.splices.Add(1)
+	if len(r.Body) == 0 || len(c.received) == 0 || &r.Body[0] != &c.received[0] {
+		c.ofACopy.Add(1)
+	}
+}
+
+func (c *splices) counts() *splices { return c }
+
+// chatSplicing and respSplicing are codecs counting their scans and
+// splices (every other method is their codec's).
+type chatSplicing struct {
+	*chat.Codec
+	splices
+}
+
+func (c *chatSplicing) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *chatSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	c.spliced(r)
+	return c.Codec.Splice(r, e)
+}
+
+type respSplicing struct {
+	*responses.Codec
+	splices
+}
+
+func (c *respSplicing) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *respSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	c.spliced(r)
+	return c.Codec.Splice(r, e)
+}
+
+// TestTwoStageSplicedOnce: a request condensed by digests and a window
+// over them — selective's digests not enough, or the newest steps'
+// outputs digested before the window —, its summaries and digests
+// cached, is scanned once (as received: the forwarded body's count is
+// derived from the composed edit) and spliced once, from the body as
+// received: the digested copy the window is planned on is never spliced
+// (nor scanned). Digests with no item omitted are not spliced at all.
+func TestTwoStageSplicedOnce(t *testing.T) {
+	VerifyDerived(nil)
+	defer VerifyDerived(derivecheck.Record)
+	sess, _ := corpus.Synthetic(17, 260_000)
+	rs := corpus.Responses(sess)
+	ends := sess.TurnEnds()
+	type counting interface {
+		view.Codec
+		counts() *splices
+	}
+	for _, f := range []struct {
+		name  string
+		codec func() counting
+		req   func(k int) ([]byte, error)
+		turns int
+	}{
+		{"chat", func() counting { return &chatSplicing{Codec: chat.New(counter)} }, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
+		{"responses", func() counting { return &respSplicing{Codec: responses.New(counter)} }, rs.Request, rs.Turns()},
+	} {
+		hits := map[string]int{}
+		for _, o := range []struct {
+			mode   string
+			window int
+		}{{ModeSelective, 9000}, {ModeSelective, 16000}, {ModeAuto, 12000}, {ModeTruncate, 6000}} {
+			e := newEngine(o.window, nil, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 3000, SummaryBudgetTokens: 1500,
+				KeepRecentTurns: 4, Selective: selective.Options{ClearToolInputs: true}})
+			for k := 0; k < f.turns; k += 2 {
+				b, err := f.req(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codec := f.codec()
+				c := codec.counts()
+				c.received = b
+				req := Request{Body: b, Codec: codec, Mode: o.mode, Scope: "s"}
+				if _, err := e.Condense(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+				c.scans.Store(0)
+				c.splices.Store(0)
+				res, err := e.Condense(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paths := twoStage(res.Report)
+				if len(paths) == 0 {
+					continue
+				}
+				name := strings.Join(paths, ",")
+				hits[name]++
+				omitted := false
+				for _, ch := range res.Report.Changes {
+					omitted = omitted || ch.Kind != ChangeDigest
+				}
+				want := int32(0)
+				if omitted {
+					want = 1
+				}
+				if n := c.scans.Load(); n != 1 {
+					t.Errorf("%s %s %d, request %d (%s): %d scans, want 1", f.name, o.mode, o.window, k, name, n)
+				}
+				if n := c.splices.Load(); n != want {
+					t.Errorf("%s %s %d, request %d (%s): %d splices, want %d", f.name, o.mode, o.window, k, name, n, want)
+				}
+				if n := c.ofACopy.Load(); n != 0 {
+					t.Fatalf("%s %s %d, request %d (%s): %d splices of a digested copy", f.name, o.mode, o.window, k, name, n)
+				}
+			}
+		}
+		if hits["digests+window"] == 0 || hits["digests+window,shrunk"] == 0 {
+			t.Errorf("%s: paths taken %v: the test tests nothing there", f.name, hits)
+		}
+		t.Logf("%s: %v", f.name, hits)
 	}
 }

@@ -24,9 +24,16 @@
 //	              cache (prefix.go: each conversation's last request)
 //	report.go     what was replaced by what, for the headers, the log line,
 //	              the page and the originals (originals.go, memory.go)
-//	engine.go     splice and count: the body an edit made (Codec.Splice,
-//	              selective's patches) is counted from the edit
-//	              (view.Deriver), never scanned again
+//	engine.go     splice and count: the body forwarded is one splice of
+//	              the body as received, digests with a window too — the
+//	              window is planned on the digested copy, and its edit,
+//	              composed with the digests of the items it keeps
+//	              (view.Compose), is written by one Codec.Splice; digests
+//	              alone are selective's one patch pass —; the body
+//	              forwarded is counted from its edit (view.Deriver), never
+//	              scanned again. (A fold whose result is still over the
+//	              limit is windowed by a second splice of the received
+//	              body, the first dropped.)
 //
 // It returns the body to forward — the very same bytes when nothing was
 // done — and a Report of what happened. The Engine never turns a request
@@ -523,6 +530,18 @@ type job struct {
 	// orig is the received request's conversation when conv is a
 	// digested copy of it (item for item).
 	orig *conversation
+	// base, when set, is the job rq plans for on a digested copy of its
+	// request: rq.in is a scan of ApplyPatches(base.in.Body, patches),
+	// item for item. What rq forwards is not written from that copy but
+	// from the request as received (the last base), in one pass: the
+	// patches of the items its edit keeps composed with the edit
+	// (spliced, digestsOnly).
+	base    *job
+	patches []view.Patch
+	// digestBody and digestPatches are the body e.digest made last of
+	// rq.in and its patches.
+	digestBody    []byte
+	digestPatches []view.Patch
 	// The last condensed body counted, and its scan: the strategies count
 	// their result to check it, and Condense reuses that count.
 	countedOut []byte
@@ -652,28 +671,85 @@ func derive(rq *job, out []byte, layout func() (view.Layout, error)) {
 }
 
 // spliced returns rq.in with e applied to its items (Codec.Splice), its
-// count derived from the edit.
+// count derived from the edit. When rq plans on a digested copy (rq.base),
+// the edit is mapped onto the request as received — the same items
+// replaced, the digests of the items kept as patches — and written from
+// it by one Splice: no body is spliced from a digested copy.
 func spliced(rq *job, e view.Edit) ([]byte, error) {
-	out, err := rq.codec.Splice(rq.in, e)
+	top, e, err := onReceived(rq, e)
 	if err != nil {
 		return nil, err
 	}
-	derive(rq, out, func() (view.Layout, error) {
-		if rq.in.Array[1] == 0 {
+	out, err := top.codec.Splice(top.in, e)
+	if err != nil {
+		return nil, err
+	}
+	derive(top, out, func() (view.Layout, error) {
+		if top.in.Array[1] == 0 {
 			return view.Layout{}, fmt.Errorf("%w: no conversation array", view.ErrNotDerivable)
 		}
-		return view.SpliceLayout(rq.in, rq.in.Array, e), nil
+		return view.SpliceLayout(top.in, top.in.Array, e)
 	})
+	counted(rq, top, top.countedOut, top.out)
+	return out, nil
+}
+
+// onReceived returns e, an edit of rq.in, as an edit of the request as
+// received: the job at the end of rq's bases, and the edit of its
+// request, each base's patches composed with it (view.Compose).
+func onReceived(rq *job, e view.Edit) (*job, view.Edit, error) {
+	for ; rq.base != nil; rq = rq.base {
+		var err error
+		if e, err = view.Compose(rq.base.in, rq.patches, rq.in, e); err != nil {
+			return nil, view.Edit{}, fmt.Errorf("composing the digests with the edit: %w", err)
+		}
+	}
+	return rq, e, nil
+}
+
+// counted makes out, counted as vr, the counted body of rq and of its
+// bases up to top (top included).
+func counted(rq, top *job, out []byte, vr *view.Request) {
+	for j := rq; j != nil; j = j.base {
+		j.countedOut, j.out = out, vr
+		if j == top {
+			return
+		}
+	}
+}
+
+// digestsOnly returns rq.in.Body — the digests of rq and of its bases,
+// no item replaced — written from the request as received in one pass,
+// its count derived from the patches.
+func digestsOnly(rq *job) ([]byte, error) {
+	if rq.base == nil {
+		return rq.in.Body, nil
+	}
+	if rq.base.base == nil {
+		// rq.in.Body is that pass (e.digest's ApplyPatches of the
+		// request as received), rq.in its count.
+		counted(rq, rq.base, rq.in.Body, rq.in)
+		return rq.in.Body, nil
+	}
+	top, e, err := onReceived(rq, view.Edit{})
+	if err != nil {
+		return nil, err
+	}
+	out := view.ApplyPatches(top.in.Body, e.Patches)
+	derive(top, out, func() (view.Layout, error) { return view.PatchLayout(top.in, e.Patches) })
+	counted(rq, top, top.countedOut, top.out)
 	return out, nil
 }
 
 // digest applies package selective to rq.in (sr.Body is rq.in.Body): the
-// patched body's count is derived from its patches.
+// patched body's count is derived from its patches, and the body and its
+// patches are kept (rq.digestBody) for the window that may follow.
 func (e *Engine) digest(ctx context.Context, rq *job, sr selective.Request) (selective.Result, error) {
 	res, err := e.sel.Apply(ctx, sr)
 	if err != nil || len(res.Patches) == 0 || len(sr.Body) == 0 || &sr.Body[0] != &rq.in.Body[0] {
 		return res, err
 	}
+	rq.digestBody, rq.digestPatches = res.Body, res.Patches
 	derive(rq, res.Body, func() (view.Layout, error) { return view.PatchLayout(rq.in, res.Patches) })
 	return res, nil
 }

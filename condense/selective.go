@@ -310,16 +310,24 @@ func gridPoints(grid []int, stride int) []int {
 // (the planner's estimate before the digests are made).
 const digestShare = 0.75
 
-// truncateBody windows body (the request, possibly already digested).
+// truncateBody windows body: the request as received, or the body its
+// digests made (rq.digestBody). The window over digests is planned on the
+// digested copy — its counts decide the cut — by a job whose base is rq:
+// what it forwards is written from the request as received in one
+// splice, the digests of the items it keeps as patches (spliced).
 func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budgets, r *Report) ([]byte, error) {
-	if &body[0] != &rq.in.Body[0] {
+	if len(body) > 0 && &body[0] != &rq.in.Body[0] {
+		if len(rq.digestBody) == 0 || &body[0] != &rq.digestBody[0] {
+			return nil, errors.New("windowing a body the request's digests did not make")
+		}
 		vr, err := e.countOut(rq, body)
 		if err != nil {
 			return nil, fmt.Errorf("counting digested request: %w", err)
 		}
 		sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, changes: rq.changes, stop: rq.stop,
 			over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
-			hits: rq.hits, misses: rq.misses, calls: rq.calls, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, headHash: rq.headHash}
+			hits: rq.hits, misses: rq.misses, calls: rq.calls, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, headHash: rq.headHash,
+			base: rq, patches: rq.digestPatches}
 		if err := e.parse(sub); err != nil {
 			return nil, err
 		}
@@ -327,7 +335,9 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		rq.changes, rq.decisions = sub.changes, sub.decisions
 		rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
 		rq.degraded = append(rq.degraded, sub.degraded...)
-		rq.countedOut, rq.out = sub.countedOut, sub.out
+		if out != nil {
+			rq.countedOut, rq.out = sub.countedOut, sub.out
+		}
 		return out, err
 	}
 	return e.truncate(ctx, rq, b, r)

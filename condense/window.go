@@ -112,7 +112,7 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		// The digests inside the newest steps were enough: nothing more
 		// is omitted after the prefix.
 		if len(prefix) == 0 {
-			return rq.in.Body, nil
+			return digestsOnly(rq)
 		}
 		return rebuild(rq, prefix, from)
 	}
@@ -222,8 +222,11 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	if err != nil {
 		return nil, fmt.Errorf("counting shrunk request: %w", err)
 	}
+	// The window is planned on the digested copy; what it forwards is
+	// written from the request as received (sub.base), in one pass.
 	sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, stop: rq.stop, shrunk: true,
-		changes: rq.changes, degraded: rq.degraded, over: rq.over, grid: rq.gridTokens(), orig: rq.received()}
+		changes: rq.changes, degraded: rq.degraded, over: rq.over, grid: rq.gridTokens(), orig: rq.received(),
+		base: rq, patches: res.Patches}
 	if err := e.parse(sub); err != nil {
 		return nil, err
 	}

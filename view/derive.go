@@ -35,8 +35,13 @@ type Layout struct {
 var ErrNotDerivable = errors.New("edit not derivable from its request")
 
 // SpliceLayout returns the layout of SpliceArray(r, arr, e): the kept
-// items shifted, the inserted ones new.
-func SpliceLayout(r *Request, arr [2]int, e Edit) Layout {
+// items shifted, the inserted ones and those e.Patches changed new. It
+// returns an error (ErrNotDerivable) for an edit SpliceArray refuses.
+func SpliceLayout(r *Request, arr [2]int, e Edit) (Layout, error) {
+	patches, items, err := checkEdit(r, e)
+	if err != nil {
+		return Layout{}, fmt.Errorf("%w: %w", ErrNotDerivable, err)
+	}
 	n := len(r.Items) - (e.To - e.From) + len(e.Insert)
 	l := Layout{Items: make([]Item, 0, n), Src: make([]int, 0, n)}
 	at := arr[0] + 1
@@ -53,17 +58,81 @@ func SpliceLayout(r *Request, arr [2]int, e Edit) Layout {
 		l.Src = append(l.Src, src)
 		at += size
 	}
+	p := 0
+	keep := func(i int) {
+		size, src := r.Items[i].End-r.Items[i].Start, i
+		for p < len(patches) && items[p] < i {
+			p++ // inside an item replaced
+		}
+		for ; p < len(patches) && items[p] == i; p++ {
+			size += len(patches[p].With) - (patches[p].End - patches[p].Start)
+			src = -1
+		}
+		add(size, src)
+	}
 	for i := 0; i < e.From; i++ {
-		add(r.Items[i].End-r.Items[i].Start, i)
+		keep(i)
 	}
 	for _, ins := range e.Insert {
 		add(len(ins), -1)
 	}
 	for i := e.To; i < len(r.Items); i++ {
-		add(r.Items[i].End-r.Items[i].Start, i)
+		keep(i)
 	}
 	l.Array = [2]int{arr[0], at + 1}
-	return l
+	return l, nil
+}
+
+// Compose returns e, an edit of mid — the request a scan of
+// ApplyPatches(base.Body, patches) made, item for item (patches replace
+// values inside items; they add or remove none) —, as an edit of base:
+// the same items replaced by the same Insert, and patches then e.Patches
+// as patches of base's items kept, so that SpliceArray(base, …) writes
+// in one pass what splicing the patched copy would. An item e.Patches
+// edit becomes one patch of the whole item (its bytes in mid, e.Patches
+// applied). It returns an error when mid is not base's item for item or
+// a patch is not inside one item.
+func Compose(base *Request, patches []Patch, mid *Request, e Edit) (Edit, error) {
+	if len(base.Items) != len(mid.Items) {
+		return Edit{}, fmt.Errorf("compose: %d items patched into %d", len(base.Items), len(mid.Items))
+	}
+	first, firstAt, err := checkEdit(base, Edit{From: 0, To: 0, Patches: patches})
+	if err != nil {
+		return Edit{}, fmt.Errorf("compose: %w", err)
+	}
+	then, thenAt, err := checkEdit(mid, e)
+	if err != nil {
+		return Edit{}, fmt.Errorf("compose: %w", err)
+	}
+	out := Edit{From: e.From, To: e.To, Insert: e.Insert}
+	p, q := 0, 0
+	for i := range base.Items {
+		var mine, its []Patch
+		for ; p < len(first) && firstAt[p] == i; p++ {
+			mine = append(mine, first[p])
+		}
+		for ; q < len(then) && thenAt[q] == i; q++ {
+			its = append(its, then[q])
+		}
+		if i >= e.From && i < e.To {
+			continue // the item is replaced: its patches go with it
+		}
+		if len(its) == 0 {
+			out.Patches = append(out.Patches, mine...)
+			continue
+		}
+		it := mid.Items[i]
+		var with []byte
+		at := it.Start
+		for _, t := range its {
+			with = append(with, mid.Body[at:t.Start]...)
+			with = append(with, t.With...)
+			at = t.End
+		}
+		with = append(with, mid.Body[at:it.End]...)
+		out.Patches = append(out.Patches, Patch{Start: base.Items[i].Start, End: base.Items[i].End, With: with})
+	}
+	return out, nil
 }
 
 // PatchLayout returns the layout of ApplyPatches(r.Body, patches) for

@@ -2,6 +2,7 @@ package view
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -20,8 +21,15 @@ func TestSpliceLayout(t *testing.T) {
 	body := `{"m":[ {"a":1} , {"b":2},{"c":3} ],"x":1}`
 	r := request(body, [2]int{5, 35}, [2]int{7, 14}, [2]int{17, 24}, [2]int{25, 32})
 	e := Edit{From: 1, To: 2, Insert: [][]byte{[]byte(`{"s":"one"}`), []byte(`{"t":2}`)}}
-	out := string(SpliceArray(r, r.Array, e))
-	l := SpliceLayout(r, r.Array, e)
+	b, err := SpliceArray(r, r.Array, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(b)
+	l, err := SpliceLayout(r, r.Array, e)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := []string{`{"a":1}`, `{"s":"one"}`, `{"t":2}`, `{"c":3}`}
 	src := []int{0, -1, -1, 2}
 	if len(l.Items) != len(want) || out[l.Array[0]:l.Array[1]] != `[{"a":1},{"s":"one"},{"t":2},{"c":3}]` {
@@ -64,5 +72,84 @@ func TestPatchLayout(t *testing.T) {
 	}
 	if _, err := PatchLayout(r, []Patch{{Start: 20, End: 26}}); !errors.Is(err, ErrNotDerivable) {
 		t.Errorf("a patch across two items: %v", err)
+	}
+}
+
+// TestCompose: an edit of a patched copy, composed onto the request the
+// patches were made of, splices in one pass the very bytes splicing the
+// copy would; the layout says where each item went, the patched ones to
+// count. Patches inside the items the edit replaces go with them; a
+// patch across two items or out of the body is an error, not a panic.
+func TestCompose(t *testing.T) {
+	body := `{"m":[ {"a":"long text"} , {"b":"two"},{"c":"xx"}, {"d":"four four"} ],"x":1}`
+	span := func(s string) [2]int { i := strings.Index(body, s); return [2]int{i, i + len(s)} }
+	r := request(body, [2]int{5, strings.LastIndex(body, "]") + 1}, span(`{"a":"long text"}`), span(`{"b":"two"}`), span(`{"c":"xx"}`), span(`{"d":"four four"}`))
+	patch := func(s, with string) Patch { sp := span(s); return Patch{Start: sp[0], End: sp[1], With: []byte(with)} }
+	first := []Patch{patch(`"long text"`, `"A"`), patch(`"xx"`, `"cc"`), patch(`"four four"`, `"D"`)}
+	pl, err := PatchLayout(r, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := &Request{Body: ApplyPatches([]byte(body), append([]Patch(nil), first...)), Items: pl.Items, Array: pl.Array}
+	if got := string(mid.Body); got != `{"m":[ {"a":"A"} , {"b":"two"},{"c":"cc"}, {"d":"D"} ],"x":1}` {
+		t.Fatalf("patched copy %s", got)
+	}
+	// Item 1 replaced; item 2 patched again inside its first patch's
+	// value; item 3 patched again beside its first patch.
+	at := func(i int, s string) int { return mid.Items[i].Start + strings.Index(mid.Raw(i), s) }
+	e := Edit{From: 1, To: 2, Insert: [][]byte{[]byte(`{"s":1}`)}, Patches: []Patch{
+		{Start: at(2, `"cc"`) + 1, End: at(2, `"cc"`) + 2, With: []byte(`X`)},
+		{Start: at(3, `"d"`), End: at(3, `"d"`) + 3, With: []byte(`"e"`)},
+	}}
+	want, err := SpliceArray(mid, mid.Array, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(want) != `{"m":[{"a":"A"},{"s":1},{"c":"Xc"},{"e":"D"}],"x":1}` {
+		t.Fatalf("splice of the copy %s", want)
+	}
+	c, err := Compose(r, first, mid, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := SpliceArray(r, r.Array, c)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("composed: %s (%v), want %s", got, err, want)
+	}
+	l, err := SpliceLayout(r, r.Array, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []string{`{"a":"A"}`, `{"s":1}`, `{"c":"Xc"}`, `{"e":"D"}`}
+	for i, it := range l.Items {
+		if string(got[it.Start:it.End]) != items[i] || l.Src[i] != -1 || it.Tokens != -1 {
+			t.Errorf("item %d: %q src %d tokens %d, want %q to count", i, got[it.Start:it.End], l.Src[i], it.Tokens, items[i])
+		}
+	}
+	if string(got[l.Array[0]:l.Array[1]]) != `[{"a":"A"},{"s":1},{"c":"Xc"},{"e":"D"}]` {
+		t.Errorf("array %v", l.Array)
+	}
+	// Nothing patched twice and nothing replaced: the first patches.
+	c, err = Compose(r, first, mid, Edit{From: 4, To: 4})
+	if err != nil || len(c.Patches) != len(first) {
+		t.Fatalf("%v: %+v", err, c.Patches)
+	}
+	for _, bad := range []Edit{
+		{From: 0, To: 0, Patches: []Patch{{Start: 20, End: 30}}},                       // across two items
+		{From: 0, To: 0, Patches: []Patch{{Start: 2, End: 3}}},                         // before the items
+		{From: 0, To: 0, Patches: []Patch{{Start: 60, End: 500}}},                      // out of the body
+		{From: 0, To: 0, Patches: []Patch{{Start: 10, End: 14}, {Start: 12, End: 13}}}, // overlapping
+		{From: 3, To: 9},
+		{From: 2, To: 1},
+	} {
+		if out, err := SpliceArray(r, r.Array, bad); err == nil {
+			t.Errorf("%+v: spliced %s", bad, out)
+		}
+		if _, err := SpliceLayout(r, r.Array, bad); !errors.Is(err, ErrNotDerivable) {
+			t.Errorf("%+v: layout %v", bad, err)
+		}
+	}
+	if _, err := Compose(r, first, &Request{Body: mid.Body, Items: mid.Items[:3]}, Edit{}); err == nil {
+		t.Error("a copy with an item less composes")
 	}
 }

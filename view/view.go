@@ -12,7 +12,9 @@
 // the whole body: items replaced by others are an Edit (Codec.Splice); a
 // value replaced inside an item (a tool output's digest, shortened
 // arguments) is a Patch of the body (ApplyPatches), written as the codec
-// renders it. The engine never learns a format's field names: adding a
+// renders it; an Edit carries the patches of the items it keeps, so that
+// digests and a window are one splice of the body as received (Compose
+// maps an edit planned on a digested copy onto it). The engine never learns a format's field names: adding a
 // format is adding a codec.
 package view
 
@@ -182,10 +184,14 @@ type Result struct {
 
 // Edit describes how a condensed request differs from the received one:
 // items [From, To) are replaced by Insert (raw items the codec rendered
-// with Note), and every other item is kept verbatim.
+// with Note), and every other item is kept, verbatim but for Patches:
+// edits of the received body inside the items kept (digests of their
+// tool outputs, shortened arguments), each inside one item; those inside
+// [From, To) go with their items. One Splice writes it all in one pass.
 type Edit struct {
 	From, To int
 	Insert   [][]byte
+	Patches  []Patch
 }
 
 // Codec reads and writes one wire format. Codecs are safe for concurrent
@@ -206,8 +212,8 @@ type Codec interface {
 	// Note renders text as a user-side item of this format (a summary or
 	// a marker), raw JSON.
 	Note(text string) []byte
-	// Splice returns r.Body with e applied to its items array; every
-	// other byte stays as it was.
+	// Splice returns r.Body with e applied to its items array (its
+	// patches too, in the same pass); every other byte stays as it was.
 	Splice(r *Request, e Edit) ([]byte, error)
 	// Error returns the error body this format's clients read, for an
 	// answer the proxy gives itself (status, an OpenAI-style error type,

@@ -24,9 +24,11 @@ func (*Codec) Ask(r *view.Request, text string, maxTokens int) ([]byte, bool, er
 	}
 	msg := `{"role":"user","content":` + answer.Quote(text) + `}`
 	n := len(r.Items)
-	body := view.SpliceArray(r, r.Array, view.Edit{From: n, To: n, Insert: [][]byte{[]byte(msg)}})
+	body, err := view.SpliceArray(r, r.Array, view.Edit{From: n, To: n, Insert: [][]byte{[]byte(msg)}})
+	if err != nil {
+		return nil, false, err
+	}
 	reasons := gjson.GetBytes(body, "reasoning_effort").Exists()
-	var err error
 	if gjson.GetBytes(body, "max_completion_tokens").Exists() || (reasons && !gjson.GetBytes(body, "max_tokens").Exists()) {
 		if body, err = answer.Unstreamed(body, "max_completion_tokens", maxTokens+view.ReasoningRoom); err != nil {
 			return nil, false, err

@@ -40,7 +40,10 @@ func (*Codec) Ask(r *view.Request, text string, maxTokens int) ([]byte, bool, er
 		}
 		edit = view.Edit{From: n - 1, To: n, Insert: [][]byte{m}}
 	}
-	body := view.SpliceArray(r, r.Array, edit)
+	body, err := view.SpliceArray(r, r.Array, edit)
+	if err != nil {
+		return nil, false, err
+	}
 	bound := maxTokens
 	switch th := gjson.GetBytes(body, "thinking"); th.Get("type").Str {
 	case "", "disabled":
@@ -49,7 +52,7 @@ func (*Codec) Ask(r *view.Request, text string, maxTokens int) ([]byte, bool, er
 	default:
 		bound += view.ReasoningRoom
 	}
-	body, err := answer.Unstreamed(body, "max_tokens", bound)
+	body, err = answer.Unstreamed(body, "max_tokens", bound)
 	if err != nil {
 		return nil, false, err
 	}

@@ -2,11 +2,14 @@ package messages
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/derivecheck"
+	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -55,4 +58,87 @@ func TestCondensedBodyScannedOnce(t *testing.T) {
 			t.Errorf("%s at %d: %d scans of one request, want 1", o.mode, o.window, n)
 		}
 	}
+}
+
+// spliceCounting is the codec counting its scans and its splices, and
+// the splices of a body other than the one it was told is received.
+type spliceCounting struct {
+	*Codec
+	received                []byte
+	scans, splices, ofACopy atomic.Int32
+}
+
+func (c *spliceCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *spliceCounting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	c.splices.Add(1)
+	if len(r.Body) == 0 || &r.Body[0] != &c.received[0] {
+		c.ofACopy.Add(1)
+	}
+	return c.Codec.Splice(r, e)
+}
+
+// TestTwoStageSplicedOnce: a Messages request condensed by digests and a
+// window over them (selective's digests not enough; the newest steps'
+// outputs digested before the window), its summaries and digests cached,
+// is scanned once, as received, and spliced once, from the body as
+// received — the digested copy the window is planned on is never spliced
+// nor scanned —, or not at all when its digests omit no item.
+func TestTwoStageSplicedOnce(t *testing.T) {
+	condense.VerifyDerived(nil)
+	defer condense.VerifyDerived(derivecheck.Record)
+	hits := map[string]int{}
+	for _, thinking := range []bool{true, false} {
+		msgs := claudeSession(23, 80, thinking)
+		for _, o := range []struct {
+			mode   string
+			window int
+		}{{condense.ModeSelective, 9000}, {condense.ModeSelective, 16000}, {condense.ModeAuto, 12000}, {condense.ModeTruncate, 6000}} {
+			e, codec := newEngine(o.window, condense.Options{SelectiveEnabled: true, ChunkTokens: 3000, SummaryBudgetTokens: 1500,
+				KeepRecentTurns: 4, Selective: selective.Options{ClearToolInputs: true}})
+			for k := 3; k <= len(msgs); k += 4 {
+				b := body(msgs[:k], "claude-fable-4", thinking)
+				c := &spliceCounting{Codec: codec, received: b}
+				req := condense.Request{Body: b, Codec: c, Mode: o.mode, Scope: "s"}
+				if _, err := e.Condense(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+				c.scans.Store(0)
+				c.splices.Store(0)
+				res, err := e.Condense(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paths := twoStage(res.Report)
+				if len(paths) == 0 {
+					continue
+				}
+				name := strings.Join(paths, ",")
+				hits[name]++
+				want := int32(0)
+				for _, ch := range res.Report.Changes {
+					if ch.Kind != condense.ChangeDigest {
+						want = 1
+					}
+				}
+				at := fmt.Sprintf("thinking=%v %s %d, %d messages (%s)", thinking, o.mode, o.window, k, name)
+				if n := c.scans.Load(); n != 1 {
+					t.Errorf("%s: %d scans, want 1", at, n)
+				}
+				if n := c.splices.Load(); n != want {
+					t.Errorf("%s: %d splices, want %d", at, n, want)
+				}
+				if n := c.ofACopy.Load(); n != 0 {
+					t.Fatalf("%s: %d splices of a digested copy", at, n)
+				}
+			}
+		}
+	}
+	if hits["digests+window"] == 0 || hits["digests+window,shrunk"] == 0 || hits["shrunk"] == 0 {
+		t.Errorf("paths taken %v: the test tests nothing on some", hits)
+	}
+	t.Logf("%v", hits)
 }

@@ -24,12 +24,15 @@ func (*Codec) Ask(r *view.Request, text string, maxTokens int) ([]byte, bool, er
 	}
 	item := `{"type":"message","role":"user","content":[{"type":"input_text","text":` + answer.Quote(text) + `}]}`
 	n := len(r.Items)
-	body := view.SpliceArray(r, r.Array, view.Edit{From: n, To: n, Insert: [][]byte{[]byte(item)}})
+	body, err := view.SpliceArray(r, r.Array, view.Edit{From: n, To: n, Insert: [][]byte{[]byte(item)}})
+	if err != nil {
+		return nil, false, err
+	}
 	bound := maxTokens
 	if gjson.GetBytes(body, "reasoning").Exists() {
 		bound += view.ReasoningRoom
 	}
-	body, err := answer.Unstreamed(body, "max_output_tokens", bound)
+	body, err = answer.Unstreamed(body, "max_output_tokens", bound)
 	if err != nil {
 		return nil, false, err
 	}

@@ -187,7 +187,7 @@ func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 	if r.Array[1] == 0 {
 		return nil, errors.New("responses: no input array to splice")
 	}
-	return view.SpliceArray(r, r.Array, e), nil
+	return view.SpliceArray(r, r.Array, e)
 }
 
 // Error implements view.Codec: the error body Responses clients read
