@@ -11,10 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/condense-proxy/condense-proxy/codec/responses"
-	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/selective"
-	"github.com/condense-proxy/condense-proxy/view"
 )
 
 var updateComposed = flag.Bool("update-composed", false, "rewrite testdata/composed.txt from what the engine forwards now")
@@ -80,20 +77,8 @@ func composedGolden(t *testing.T, name string, lines []string) {
 // composed into one splice of the body as received forward the very same
 // bytes. Every path is hit in every format.
 func TestTwoStageBodiesUnchanged(t *testing.T) {
-	sess, _ := corpus.Synthetic(17, 260_000)
-	rs := corpus.Responses(sess)
-	ends := sess.TurnEnds()
-	formats := []struct {
-		name  string
-		codec view.Codec
-		req   func(k int) ([]byte, error)
-		turns int
-	}{
-		{"chat", chatCodec, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
-		{"responses", responses.New(counter), rs.Request, rs.Turns()},
-	}
 	var lines []string
-	for _, f := range formats {
+	for _, f := range sessionForms(17, 260_000) {
 		hits := map[string]int{}
 		for _, o := range []struct {
 			mode   string

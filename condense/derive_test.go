@@ -41,6 +41,27 @@ func (c *respCounting) Scan(body []byte, enc func(string) string) (*view.Request
 
 func (c *respCounting) scanned() int32 { return c.scans.Load() }
 
+// sessionForm is a synthetic session in one wire format: its codec and
+// its k-th request of turns.
+type sessionForm struct {
+	name  string
+	codec view.Codec
+	req   func(k int) ([]byte, error)
+	turns int
+}
+
+// sessionForms returns the synthetic session of seed and chars in chat
+// completions and Responses form.
+func sessionForms(seed int64, chars int) []sessionForm {
+	sess, _ := corpus.Synthetic(seed, chars)
+	rs := corpus.Responses(sess)
+	ends := sess.TurnEnds()
+	return []sessionForm{
+		{"chat", chatCodec, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
+		{"responses", responses.New(counter), rs.Request, rs.Turns()},
+	}
+}
+
 // TestDerivedCountsMatchScan condenses growing synthetic sessions in chat
 // completions and Responses form in every mode, with digests and cleared
 // tool inputs: every condensed body's count is derived from the edits
@@ -48,19 +69,7 @@ func (c *respCounting) scanned() int32 { return c.scans.Load() }
 // total, every item's span, count and hash, the head and the parse), and
 // the reported count of the forwarded body is its scan's.
 func TestDerivedCountsMatchScan(t *testing.T) {
-	sess, _ := corpus.Synthetic(7, 400_000)
-	rs := corpus.Responses(sess)
-	ends := sess.TurnEnds()
-	formats := []struct {
-		name  string
-		codec view.Codec
-		req   func(k int) ([]byte, error)
-		turns int
-	}{
-		{"chat", chatCodec, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
-		{"responses", responses.New(counter), rs.Request, rs.Turns()},
-	}
-	for _, f := range formats {
+	for _, f := range sessionForms(7, 400_000) {
 		for _, mode := range []string{ModeFull, ModeSelective, ModeTruncate, ModeAuto} {
 			t.Run(f.name+"/"+mode, func(t *testing.T) {
 				before := derivecheck.Checked()
@@ -240,22 +249,15 @@ func (c *respSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 func TestTwoStageSplicedOnce(t *testing.T) {
 	VerifyDerived(nil)
 	defer VerifyDerived(derivecheck.Record)
-	sess, _ := corpus.Synthetic(17, 260_000)
-	rs := corpus.Responses(sess)
-	ends := sess.TurnEnds()
 	type counting interface {
 		view.Codec
 		counts() *splices
 	}
-	for _, f := range []struct {
-		name  string
-		codec func() counting
-		req   func(k int) ([]byte, error)
-		turns int
-	}{
-		{"chat", func() counting { return &chatSplicing{Codec: chat.New(counter)} }, func(k int) ([]byte, error) { return sess.Request("gpt-4o", ends[k]) }, len(ends)},
-		{"responses", func() counting { return &respSplicing{Codec: responses.New(counter)} }, rs.Request, rs.Turns()},
-	} {
+	splicing := map[string]func() counting{
+		"chat":      func() counting { return &chatSplicing{Codec: chat.New(counter)} },
+		"responses": func() counting { return &respSplicing{Codec: responses.New(counter)} },
+	}
+	for _, f := range sessionForms(17, 260_000) {
 		hits := map[string]int{}
 		for _, o := range []struct {
 			mode   string
@@ -268,7 +270,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				codec := f.codec()
+				codec := splicing[f.name]()
 				c := codec.counts()
 				c.received = b
 				req := Request{Body: b, Codec: codec, Mode: o.mode, Scope: "s"}
