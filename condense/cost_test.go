@@ -365,22 +365,7 @@ func TestAutoCosts(t *testing.T) {
 // of the tail for a saving that did not repay it); one with large outputs
 // still moves it before it must, as the cost model prices those moves.
 func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
-	// Large outputs first, then steps of the agent's text with small
-	// outputs.
-	small := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
-	for i := 0; i < 60; i++ {
-		id := fmt.Sprintf("c%d", i)
-		say := strings.Repeat(fmt.Sprintf("Step %d: reading the handlers. ", i), 10)
-		out := listing(i)
-		if i < 10 {
-			out = strings.Repeat(out, 8)
-		} else {
-			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 140)
-		}
-		small = append(small, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
-			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
-	}
+	small := largeOutputsAmong(60, 0, 10) // large outputs first
 	large, _ := corpus.Synthetic(5, 600_000)
 	for _, tc := range []struct {
 		name     string
@@ -459,5 +444,106 @@ func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
 				t.Fatalf("the session tests nothing")
 			}
 		})
+	}
+}
+
+// largeOutputsAmong is a conversation of steps steps whose steps from
+// to to read large outputs; the others are mostly the agent's own text,
+// their outputs small: digests of those never repay a bust.
+func largeOutputsAmong(steps, from, to int) []map[string]any {
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
+	for i := 0; i < steps; i++ {
+		id := fmt.Sprintf("c%d", i)
+		say := strings.Repeat(fmt.Sprintf("Step %d: reading the handlers. ", i), 10)
+		out := listing(i)
+		if from <= i && i < to {
+			out = strings.Repeat(out, 8)
+		} else {
+			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 140)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+	}
+	return msgs
+}
+
+// TestEagerBriefsStayAtTheThreshold: with eager digests, the request that
+// crosses the threshold moves the digest frontier to the last grid point
+// (every digest there rides on one bust, at the old frontier); briefs do
+// not follow that forced move. A brief re-writes everything after it, so
+// outputs a digest already stood for get briefs only as the frontier
+// eager digests alone would move (moves that paid): at the crossing no
+// output that had a digest before gets a brief.
+func TestEagerBriefsStayAtTheThreshold(t *testing.T) {
+	// The agent's own text, its outputs a word, but for ten large reads.
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
+	for i := 0; i < 150; i++ {
+		id := fmt.Sprintf("c%d", i)
+		say, out := strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 20), "ok"
+		if 20 <= i && i < 30 {
+			say, out = "Reading.", strings.Repeat(listing(i), 16)
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+	}
+	const window = 128_000
+	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
+		return ModelLimits{Window: window, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+	kinds := func(r *Report) map[string]bool { // id → briefed
+		out := map[string]bool{}
+		for _, c := range r.Changes {
+			if c.Kind == ChangeDigest {
+				out[c.ID] = strings.HasPrefix(c.Text, "[condense-proxy brief of ")
+			}
+		}
+		return out
+	}
+	var prev map[string]bool
+	crossed := false
+	for n := 4; n <= len(msgs); n += 2 {
+		b := body(t, msgs[:n])
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := kinds(&res.Report)
+		if res.Report.TokensBefore > window*3/4 {
+			if prev == nil {
+				t.Fatal("the first request is over the threshold")
+			}
+			newBriefs, digestsBefore := 0, 0
+			for id, brief := range now {
+				if was, ok := prev[id]; ok && !was {
+					digestsBefore++
+					if brief {
+						newBriefs++
+					}
+				}
+			}
+			if digestsBefore == 0 {
+				t.Fatal("no output was digested under the threshold: eager digests did not start")
+			}
+			t.Logf("briefs now %d, digests before %d, now %d", func() int {
+				n := 0
+				for _, b := range now {
+					if b {
+						n++
+					}
+				}
+				return n
+			}(), digestsBefore, len(now))
+			if newBriefs > 0 {
+				t.Errorf("crossing the threshold: %d of the %d outputs digested before got a brief", newBriefs, digestsBefore)
+			}
+			crossed = true
+			break
+		}
+		prev = now
+	}
+	if !crossed {
+		t.Fatal("the session never crossed the threshold")
 	}
 }

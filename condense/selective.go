@@ -108,9 +108,18 @@ const briefRatio = 1
 
 // briefBefore returns the index in msgs before which outputs get briefs
 // (selective.eager), 0 for none: the point of a grid briefRatio frontier
-// strides wide, at least one such stride behind the frontier.
+// strides wide, at least one such stride behind the frontier eager digests
+// alone would stand at (rq.paidFrontier, never past the frontier). A brief
+// re-writes what follows it, so briefs follow only the frontier's moves
+// that paid: when the threshold forces the frontier on, many strides at
+// once (the first condensation digests all the grid has passed), briefs
+// following it would bust the prefix from the oldest digest on for the
+// little a brief saves over a digest (on sqlfluff-1763 at 32k the request
+// that crossed re-wrote 18.6k tokens with briefs following, 15.0k without:
+// BENCHMARKS.md).
 func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
-	if !e.opts.SelectiveEager || rq.frontier <= 0 {
+	front := min(rq.frontier, rq.paidFrontier)
+	if !e.opts.SelectiveEager || front <= 0 {
 		return 0
 	}
 	stride := briefRatio * rq.decisions[decisionFrontier]
@@ -121,13 +130,13 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 		return 0
 	}
 	grid := rq.gridTokens()
-	front := 0
-	for _, t := range grid[:rq.frontier] {
-		front += t
+	tokens := 0
+	for _, t := range grid[:front] {
+		tokens += t
 	}
-	limit := front - stride // at least one wide stride behind
+	limit := tokens - stride // at least one wide stride behind
 	point, acc, total := 0, 0, 0
-	for i, t := range grid[:rq.frontier] {
+	for i, t := range grid[:front] {
 		total += t
 		if acc += t; acc >= stride {
 			if total > limit {
@@ -164,6 +173,7 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.Message, b budgets) []int {
 	keep := e.sel.KeepRecent()
 	if keep <= 0 {
+		rq.paidFrontier = len(rq.conv.steps) // no grid: briefs follow the newest step
 		return []int{len(rq.conv.steps)}
 	}
 	item := -1 // the item of the keep-th newest output
@@ -195,11 +205,16 @@ func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.M
 	if len(points) == 0 {
 		return []int{0}
 	}
-	if e.opts.SelectiveEager && !rq.over {
-		return []int{e.paidPoint(rq, msgs, points, 0, e.eagerMinTokens(rq))}
+	if e.opts.SelectiveEager {
+		// Where eager digests alone would stand: the frontier under the
+		// threshold, and where briefs follow from over it (briefBefore).
+		rq.paidFrontier = e.paidPoint(rq, msgs, points, 0, e.eagerMinTokens(rq), false)
+		if !rq.over {
+			return []int{rq.paidFrontier}
+		}
 	}
 	first := e.decide(ctx, rq, decisionFrontierFirst, func() int { return points[len(points)-1] + 1 }) - 1
-	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens())
+	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens(), true)
 	for i, p := range points {
 		if p >= first {
 			return points[i:]
@@ -231,15 +246,15 @@ func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int 
 // model's test of an edit of cached history). Each point's test reads
 // only the conversation as it was then, so the frontier is the same on
 // every later request and replica, and it never moves back. With eager
-// digests under the threshold it is the frontier (from 0), over half the
-// usual horizon, as defer has it: an edit the threshold does not force
-// must pay even if the session ends sooner than it has lasted, and a
-// short conversation is left as it is. Over the threshold the frontier
-// moves at least that far from the first condensation's, over the usual
-// horizon, as the cost model's other plans expect (half of it moved the
-// frontier too rarely on the corpus: sessions that lasted billed up to
-// 0.035 more, BENCHMARKS.md).
-func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int) int {
+// digests under the threshold it is the frontier (from 0, over is false),
+// over half the usual horizon, as defer has it: an edit the threshold does
+// not force must pay even if the session ends sooner than it has lasted,
+// and a short conversation is left as it is. Over the threshold (over) the
+// frontier moves at least that far from the first condensation's, over
+// the usual horizon, as the cost model's other plans expect (half of it
+// moved the frontier too rarely on the corpus: sessions that lasted billed
+// up to 0.035 more, BENCHMARKS.md).
+func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int, over bool) int {
 	c := rq.conv
 	grid := rq.gridTokens()
 	p := pricesOf(rq.limits)
@@ -262,7 +277,7 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 		}
 	}
 	requests := horizon
-	if !rq.over {
+	if !over {
 		requests = func(steps int) float64 { return horizon(steps) / 2 }
 	}
 	frontier := from
