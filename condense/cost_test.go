@@ -365,7 +365,14 @@ func TestAutoCosts(t *testing.T) {
 // of the tail for a saving that did not repay it); one with large outputs
 // still moves it before it must, as the cost model prices those moves.
 func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
-	small := largeOutputsAmong(60, 0, 10) // large outputs first
+	// Large outputs first, then steps of the agent's text with small
+	// outputs.
+	small := readingSteps(60, func(i int) (string, string) {
+		if i < 10 {
+			return strings.Repeat(fmt.Sprintf("Step %d: reading the handlers. ", i), 10), strings.Repeat(listing(i), 8)
+		}
+		return agentText(i, 140), listing(i)
+	})
 	large, _ := corpus.Synthetic(5, 600_000)
 	for _, tc := range []struct {
 		name     string
@@ -447,25 +454,23 @@ func TestFrontierMovesWhenItPaysOrMust(t *testing.T) {
 	}
 }
 
-// largeOutputsAmong is a conversation of steps steps whose steps from
-// to to read large outputs; the others are mostly the agent's own text,
-// their outputs small: digests of those never repay a bust.
-func largeOutputsAmong(steps, from, to int) []map[string]any {
+// readingSteps is a chat conversation of n steps, each the agent's text
+// and a read_file call, then the call's output: step(i) gives both.
+func readingSteps(n int, step func(i int) (say, out string)) []map[string]any {
 	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
-	for i := 0; i < steps; i++ {
+	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("c%d", i)
-		say := strings.Repeat(fmt.Sprintf("Step %d: reading the handlers. ", i), 10)
-		out := listing(i)
-		if from <= i && i < to {
-			out = strings.Repeat(out, 8)
-		} else {
-			say = strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 140)
-		}
+		say, out := step(i)
 		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
 			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
 			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
 	}
 	return msgs
+}
+
+// agentText is the agent's own text at step i: its sentence n times.
+func agentText(i, n int) string {
+	return strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), n)
 }
 
 // TestEagerBriefsStayAtTheThreshold: with eager digests, the request that
@@ -477,17 +482,12 @@ func largeOutputsAmong(steps, from, to int) []map[string]any {
 // output that had a digest before gets a brief.
 func TestEagerBriefsStayAtTheThreshold(t *testing.T) {
 	// The agent's own text, its outputs a word, but for ten large reads.
-	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the parser."}}
-	for i := 0; i < 150; i++ {
-		id := fmt.Sprintf("c%d", i)
-		say, out := strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 20), "ok"
+	msgs := readingSteps(150, func(i int) (string, string) {
 		if 20 <= i && i < 30 {
-			say, out = "Reading.", strings.Repeat(listing(i), 16)
+			return "Reading.", strings.Repeat(listing(i), 16)
 		}
-		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
-			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
-	}
+		return agentText(i, 20), "ok"
+	})
 	const window = 128_000
 	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 		return ModelLimits{Window: window, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
@@ -526,15 +526,6 @@ func TestEagerBriefsStayAtTheThreshold(t *testing.T) {
 			if digestsBefore == 0 {
 				t.Fatal("no output was digested under the threshold: eager digests did not start")
 			}
-			t.Logf("briefs now %d, digests before %d, now %d", func() int {
-				n := 0
-				for _, b := range now {
-					if b {
-						n++
-					}
-				}
-				return n
-			}(), digestsBefore, len(now))
 			if newBriefs > 0 {
 				t.Errorf("crossing the threshold: %d of the %d outputs digested before got a brief", newBriefs, digestsBefore)
 			}
