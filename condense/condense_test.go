@@ -110,7 +110,7 @@ func TestChunkBoundariesStableAsSessionGrows(t *testing.T) {
 				// a prefix may cut between a call and its answers; skip those
 				continue
 			}
-			chunks := chunkSteps(conv.steps, 3000)
+			chunks := chunkSteps(conv.steps, 3000, 0)
 			for i := range prev {
 				if i >= len(chunks) || chunks[i] != prev[i] {
 					t.Fatalf("seed %d: chunk %d moved from %v to %v when the session grew to %d messages", seed, i, prev[i], chunks, k)

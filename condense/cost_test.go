@@ -3,6 +3,7 @@ package condense
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -537,4 +538,80 @@ func TestEagerBriefsStayAtTheThreshold(t *testing.T) {
 	if !crossed {
 		t.Fatal("the session never crossed the threshold")
 	}
+}
+
+// TestFirstFoldReachesThePlannedDepth: at a small window the request that
+// crosses the threshold holds one complete chunk outside its newest steps.
+// A fold that stopped there left the request well above the depth the
+// cost model planned, to bust again a few requests later. The first fold
+// closes its last chunk where the plan wants it, and the requests after it
+// replay it byte for byte.
+func TestFirstFoldReachesThePlannedDepth(t *testing.T) {
+	msgs := readingSteps(80, func(i int) (string, string) { return agentText(i, 12), listing(i) })
+	e := newEngine(32000, nil, Options{Summarizer: "extractive"})
+	var prev []json.RawMessage
+	folds, replayed := 0, 0
+	for n := 4; n <= len(msgs); n += 2 {
+		b := body(t, msgs[:n])
+		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeFull, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.Report
+		if r.Applied != AppliedFull {
+			if folds > 0 {
+				t.Fatalf("request of %d tokens after the first fold: applied %q", r.TokensBefore, r.Applied)
+			}
+			continue
+		}
+		var fwd struct{ Messages []json.RawMessage }
+		if err := json.Unmarshal(res.Body, &fwd); err != nil {
+			t.Fatal(err)
+		}
+		if folds++; folds == 1 {
+			conv, err := parseBody(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			complete := 0 // what the complete chunks outside the newest steps hold
+			for _, ch := range chunkSteps(conv.steps, 12000, 0) {
+				if ch.b <= len(conv.steps)-3 {
+					complete += conv.stepTokens(ch.a, ch.b)
+				}
+			}
+			summarized := 0
+			for _, c := range r.Changes {
+				if c.Kind == ChangeSummary && c.Level == 1 {
+					summarized += c.TokensBefore
+				}
+			}
+			t.Logf("first fold at %d tokens: %d summarized, the complete chunks hold %d; forwarded %d", r.TokensBefore, summarized, complete, r.TokensAfter)
+			if summarized <= complete {
+				t.Fatalf("the first fold summarized %d tokens, no more than the complete chunks (%d)", summarized, complete)
+			}
+		} else if extends(fwd.Messages, prev) {
+			replayed++
+		} else {
+			break // the next fold
+		}
+		prev = fwd.Messages
+	}
+	t.Logf("%d requests replayed the first fold", replayed)
+	if folds == 0 || replayed < 3 {
+		t.Fatalf("%d folds, %d requests replaying the first fold", folds, replayed)
+	}
+}
+
+// extends reports whether next begins with every message of prev, byte for
+// byte, and has more.
+func extends(next, prev []json.RawMessage) bool {
+	if len(next) <= len(prev) {
+		return false
+	}
+	for i, m := range prev {
+		if !bytes.Equal(next[i], m) {
+			return false
+		}
+	}
+	return true
 }

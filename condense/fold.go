@@ -23,7 +23,21 @@ func rebuild(rq *job, inserted [][]byte, rest int) ([]byte, error) {
 // the target (the caller then uses the sliding window).
 func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
 	fp := e.foldPlanOf(ctx, rq, b, rq.conv)
-	p := makePlan(rq.conv, b, fp, len(rq.conv.steps))
+	// The break is decided at the conversation's first fold, once and
+	// for good (stored plus one: 1 is none): when its complete chunks
+	// cannot carry that fold a stride, its last chunk closes early, where
+	// the plan wants the fold.
+	v, decided := e.decided(ctx, rq, decisionFoldBreak)
+	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), v-1)
+	if !decided {
+		at := 0
+		if p.short {
+			at = breakAt(rq.conv, b, fp, p)
+		}
+		if brk := e.decide(ctx, rq, decisionFoldBreak, func() int { return at + 1 }) - 1; brk > 0 {
+			p = makePlan(rq.conv, b, fp, len(rq.conv.steps), brk)
+		}
+	}
 	if len(p.folded) == 0 {
 		r.Reason += "; no complete chunk to summarize"
 		return nil, nil
@@ -151,15 +165,16 @@ type chunk struct{ a, b int }
 
 // chunkSteps cuts steps into chunks of about chunkTokens, from the first
 // step on: a chunk closes at the first step boundary where it holds
-// chunkTokens or more. Boundaries depend only on the steps before them, so
-// they stay put as the conversation grows. Only complete chunks are
+// chunkTokens or more, or at step brk (the conversation's frozen break,
+// 0 for none: breakAt). Boundaries depend only on the steps before them,
+// so they stay put as the conversation grows. Only complete chunks are
 // returned; the open last one is not.
-func chunkSteps(steps []step, chunkTokens int) []chunk {
+func chunkSteps(steps []step, chunkTokens, brk int) []chunk {
 	var out []chunk
 	start, acc := 0, 0
 	for i, s := range steps {
 		acc += s.tokens
-		if acc >= chunkTokens {
+		if acc >= chunkTokens || i+1 == brk {
 			out = append(out, chunk{start, i + 1})
 			start, acc = i+1, 0
 		}
@@ -172,6 +187,36 @@ type plan struct {
 	limit   int     // the request folds further when it outgrows this
 	folded  []chunk // complete chunks folded into summaries
 	foldEnd int     // first step after the folded chunks
+	// short: no grid point was reached, the chunks that may fold hold
+	// less than a stride; open is the first step after them.
+	short bool
+	open  int
+}
+
+// breakAt returns where a conversation's first fold closes its last chunk
+// when its complete chunks cannot carry the fold a stride (p is short): at
+// a small window the chunks are coarse — one 12k chunk of a 25k request —
+// and a fold that stops at the last complete one leaves the request well
+// above the depth the cost model planned, to bust again a few requests
+// later. The break is the first step after the complete chunks at which
+// the request fits the plan's limit less its stride (counted as makePlan
+// counts), at most the newest step outside the recent turns; 0 when no
+// step lies between the two.
+func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
+	last := len(c.steps) - b.keepRecent
+	if last <= p.open {
+		return 0
+	}
+	fixed := c.tokens(0, c.head) + b.overhead + b.summary
+	total := c.stepTokens(0, len(c.steps))
+	goal := min(b.limit, fp.Limit) - fp.Stride
+	folded := c.stepTokens(0, p.open)
+	for s := p.open; s < last; s++ {
+		if folded += c.steps[s].tokens; fixed+total-folded <= goal {
+			return s + 1
+		}
+	}
+	return last
 }
 
 // makePlan chooses how many complete chunks fold into summaries. Fold
@@ -185,10 +230,10 @@ type plan struct {
 // down to about limit − stride. The stride is the cost model's choice for
 // the conversation (plan.go), frozen at its first fold. Only chunks that
 // end at or before step maxStep, and before the newest keepRecent steps,
-// may fold.
-func makePlan(c *conversation, b budgets, fp foldPlan, maxStep int) plan {
+// may fold; brk is the conversation's break (breakAt), -1 or 0 for none.
+func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 	stride := fp.Stride
-	chunks := chunkSteps(c.steps, b.chunk)
+	chunks := chunkSteps(c.steps, b.chunk, brk)
 	most := 0 // chunks that may fold
 	for i, ch := range chunks {
 		if ch.b <= len(c.steps)-b.keepRecent && ch.b <= maxStep {
@@ -204,6 +249,7 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep int) plan {
 	// point, as long as the request then fits the threshold — the fold
 	// stays put instead of following every chunk that completes — and
 	// everything that may fold only past the threshold.
+	var p plan
 	fold, lastGrid, lastRest := -1, 0, 0
 	folded, acc := 0, 0 // tokens folded; since the last grid point
 	for i := 0; i < most; i++ {
@@ -221,12 +267,16 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep int) plan {
 		}
 	}
 	if fold < 0 {
+		p.short = true
+		if most > 0 {
+			p.open = chunks[most-1].b
+		}
 		fold = most
 		if lastGrid > 0 && lastRest <= b.limit {
 			fold = lastGrid
 		}
 	}
-	p := plan{limit: limit}
+	p.limit = limit
 	if fold > 0 {
 		p.folded = chunks[:fold]
 		p.foldEnd = chunks[fold-1].b

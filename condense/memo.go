@@ -20,6 +20,10 @@ const (
 	decisionFold          = "fold"
 	decisionFoldLong      = "foldlong"
 	decisionFoldLongLimit = "foldlonglimit"
+	// decisionFoldBreak is the step at which a chunk of summaries closes
+	// whatever it holds, plus one (1: none), decided at the
+	// conversation's first fold (fold.go's breakAt).
+	decisionFoldBreak = "foldbreak"
 	// decisionWindow is how far the sliding window's cut moves at once
 	// (tokens of the conversation as received).
 	decisionWindow = "window"

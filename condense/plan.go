@@ -38,7 +38,17 @@ func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversa
 		if e.summaryModel(rq) != "extractive" {
 			perToken = 1 + summaryOutputPrice*float64(e.perSummaryTokens())/float64(b.chunk)
 		}
-		floor := fixed + b.summary + recentTokens(c, b.keepRecent) + b.chunk/2
+		// The fold lands on chunk boundaries: about half a chunk above
+		// the newest steps. When that leaves the first plan no room to
+		// move (a small window against the chunk: at 32k, one 12k chunk
+		// outside the newest steps), the first fold closes its last
+		// chunk where the plan wants it (fold.go's breakAt), so the plan
+		// may reach down to the newest steps. A later plan (low) folds
+		// whole chunks only.
+		floor := fixed + b.summary + recentTokens(c, b.keepRecent)
+		if minStride := max(b.chunk, b.window/50); low || b.limit-(floor+b.chunk/2) > minStride {
+			floor += b.chunk / 2
+		}
 		return pricesOf(rq.limits).planFolds(foldCase{
 			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
 			perToken: perToken, minStride: max(b.chunk, b.window/50), lowLimit: low, minLimit: minLimit,

@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -23,7 +24,7 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	// prepared before (the steady state of a long session, where every
 	// request is near its next fold).
 	if rq.conv != nil {
-		mark := e.prepareMark(rq, e.prepareChunks(rq))
+		mark := e.prepareMark(rq, e.prepareChunks(e.bgCtx, rq))
 		if mark == "" || e.prepared.has(mark) {
 			return
 		}
@@ -69,7 +70,7 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 			}
 			defer release()
 		}
-		folded := e.prepareChunks(rq)
+		folded := e.prepareChunks(ctx, rq)
 		mark := e.prepareMark(rq, folded)
 		if mark == "" || e.prepared.has(mark) {
 			return
@@ -92,10 +93,11 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 // prepareChunks returns the chunks prepare summarizes: every chunk outside
 // the recent turns, since the request that crosses the threshold will be
 // longer than this one and fold at least as much.
-func (e *Engine) prepareChunks(rq *job) []chunk {
+func (e *Engine) prepareChunks(ctx context.Context, rq *job) []chunk {
 	b := e.budgets(rq)
 	var folded []chunk
-	for _, ch := range chunkSteps(rq.conv.steps, b.chunk) {
+	brk, _ := e.decided(ctx, rq, decisionFoldBreak)
+	for _, ch := range chunkSteps(rq.conv.steps, b.chunk, brk-1) {
 		if ch.b > len(rq.conv.steps)-b.keepRecent {
 			break
 		}
