@@ -162,7 +162,9 @@ func TestOfflineCondense(t *testing.T) {
 	if err := json.Unmarshal(errb.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, errb.String())
 	}
-	if rep.Applied != "full" || rep.TokensAfter >= rep.TokensBefore || rep.TokensAfter > 16000 {
+	// Over the threshold (80% of 32000), a request is condensed to
+	// between the target and the threshold.
+	if rep.Applied != "full" || rep.TokensAfter >= rep.TokensBefore || rep.TokensAfter > 25600 {
 		t.Errorf("report %+v", rep)
 	}
 	var req struct {
