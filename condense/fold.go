@@ -27,17 +27,13 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	// for good (stored plus one: 1 is none): when its complete chunks
 	// cannot carry that fold a stride, its last chunk closes early, where
 	// the plan wants the fold.
-	v, decided := e.decided(ctx, rq, decisionFoldBreak)
-	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), v-1)
-	if !decided {
-		at := 0
-		if p.short {
-			at = breakAt(rq.conv, b, fp, p)
+	brk := e.decide(ctx, rq, decisionFoldBreak, func() int {
+		if p := makePlan(rq.conv, b, fp, len(rq.conv.steps), 0); p.short {
+			return breakAt(rq.conv, b, fp, p) + 1
 		}
-		if brk := e.decide(ctx, rq, decisionFoldBreak, func() int { return at + 1 }) - 1; brk > 0 {
-			p = makePlan(rq.conv, b, fp, len(rq.conv.steps), brk)
-		}
-	}
+		return 1
+	}) - 1
+	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), brk)
 	if len(p.folded) == 0 {
 		r.Reason += "; no complete chunk to summarize"
 		return nil, nil
@@ -230,7 +226,7 @@ func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
 // down to about limit − stride. The stride is the cost model's choice for
 // the conversation (plan.go), frozen at its first fold. Only chunks that
 // end at or before step maxStep, and before the newest keepRecent steps,
-// may fold; brk is the conversation's break (breakAt), -1 or 0 for none.
+// may fold; brk is the conversation's break (breakAt), 0 for none.
 func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 	stride := fp.Stride
 	chunks := chunkSteps(c.steps, b.chunk, brk)

@@ -46,12 +46,13 @@ func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversa
 		// may reach down to the newest steps. A later plan (low) folds
 		// whole chunks only.
 		floor := fixed + b.summary + recentTokens(c, b.keepRecent)
-		if minStride := max(b.chunk, b.window/50); low || b.limit-(floor+b.chunk/2) > minStride {
+		minStride := max(b.chunk, b.window/50)
+		if low || b.limit-(floor+b.chunk/2) > minStride {
 			floor += b.chunk / 2
 		}
 		return pricesOf(rq.limits).planFolds(foldCase{
 			limit: b.limit, floor: floor, fixed: fixed, growth: growth(c), horizon: horizon(len(c.steps)),
-			perToken: perToken, minStride: max(b.chunk, b.window/50), lowLimit: low, minLimit: minLimit,
+			perToken: perToken, minStride: minStride, lowLimit: low, minLimit: minLimit,
 		})
 	}
 	if !rq.long(b, longAt) {

@@ -1,7 +1,6 @@
 package condense
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -24,7 +23,9 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	// prepared before (the steady state of a long session, where every
 	// request is near its next fold).
 	if rq.conv != nil {
-		mark := e.prepareMark(rq, e.prepareChunks(e.bgCtx, rq))
+		// (The fold break as this job knows it: no cache read on the
+		// request's path. Under the threshold there is none yet.)
+		mark := e.prepareMark(rq, e.prepareChunks(rq, rq.decisions[decisionFoldBreak]))
 		if mark == "" || e.prepared.has(mark) {
 			return
 		}
@@ -45,7 +46,11 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	if base != nil {
 		base = base.clone(rq.in, &in)
 	}
-	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base}
+	var decisions map[string]int
+	if v, ok := rq.decisions[decisionFoldBreak]; ok {
+		decisions = map[string]int{decisionFoldBreak: v}
+	}
+	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base, decisions: decisions}
 	// Detached from the request: the agent does not wait for this, and it
 	// must finish even if this request's client leaves.
 	e.bg.Add(1)
@@ -70,7 +75,8 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 			}
 			defer release()
 		}
-		folded := e.prepareChunks(ctx, rq)
+		brk, _ := e.decided(ctx, rq, decisionFoldBreak)
+		folded := e.prepareChunks(rq, brk)
 		mark := e.prepareMark(rq, folded)
 		if mark == "" || e.prepared.has(mark) {
 			return
@@ -92,12 +98,12 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 
 // prepareChunks returns the chunks prepare summarizes: every chunk outside
 // the recent turns, since the request that crosses the threshold will be
-// longer than this one and fold at least as much.
-func (e *Engine) prepareChunks(ctx context.Context, rq *job) []chunk {
+// longer than this one and fold at least as much. foldBreak is the
+// conversation's decisionFoldBreak as stored (0: not known).
+func (e *Engine) prepareChunks(rq *job, foldBreak int) []chunk {
 	b := e.budgets(rq)
 	var folded []chunk
-	brk, _ := e.decided(ctx, rq, decisionFoldBreak)
-	for _, ch := range chunkSteps(rq.conv.steps, b.chunk, brk-1) {
+	for _, ch := range chunkSteps(rq.conv.steps, b.chunk, max(foldBreak-1, 0)) {
 		if ch.b > len(rq.conv.steps)-b.keepRecent {
 			break
 		}
