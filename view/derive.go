@@ -140,27 +140,21 @@ func Compose(base *Request, patches []Patch, mid *Request, e Edit) (Edit, error)
 // a patch shifted, the patched ones changed. It returns ErrNotDerivable
 // when a patch is not inside one item.
 func PatchLayout(r *Request, patches []Patch) (Layout, error) {
+	at, err := placePatches(r, patches)
+	if err != nil {
+		return Layout{}, fmt.Errorf("%w: %v", ErrNotDerivable, err)
+	}
 	l := Layout{Items: make([]Item, len(r.Items)), Src: make([]int, len(r.Items))}
 	shift, p := 0, 0
 	for i, old := range r.Items {
 		it := Item{Start: old.Start + shift, Tokens: old.Tokens, Hash: old.Hash}
 		l.Src[i] = i
-		for ; p < len(patches) && patches[p].Start < old.End; p++ {
-			pt := patches[p]
-			if pt.Start < old.Start || pt.End > old.End || pt.End < pt.Start || (p > 0 && pt.Start < patches[p-1].End) {
-				return Layout{}, fmt.Errorf("%w: patch [%d, %d) not inside item %d [%d, %d)", ErrNotDerivable, pt.Start, pt.End, i, old.Start, old.End)
-			}
-			shift += len(pt.With) - (pt.End - pt.Start)
+		for ; p < len(patches) && at[p] == i; p++ {
+			shift += len(patches[p].With) - (patches[p].End - patches[p].Start)
 			it.Tokens, it.Hash, l.Src[i] = -1, 0, -1
 		}
 		it.End = old.End + shift
 		l.Items[i] = it
-	}
-	if p < len(patches) {
-		return Layout{}, fmt.Errorf("%w: patch at %d after the items", ErrNotDerivable, patches[p].Start)
-	}
-	if len(r.Items) == 0 && len(patches) > 0 {
-		return Layout{}, fmt.Errorf("%w: no items", ErrNotDerivable)
 	}
 	l.Array = [2]int{r.Array[0], r.Array[1] + shift}
 	return l, nil
