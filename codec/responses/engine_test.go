@@ -11,6 +11,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -61,6 +62,9 @@ func validEnds(items []string) []int {
 // the API (checkValid), head and last item verbatim, never larger than
 // received, within the window.
 func TestCondensedSessionsAreValid(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	const window = 64000
 	modes := []string{condense.ModeFull, condense.ModeSelective, condense.ModeAuto, condense.ModeTruncate}
 	for _, seed := range []int64{1, 2, 3} {
@@ -176,6 +180,9 @@ func TestUntouchableThroughEngine(t *testing.T) {
 // condensed request a byte-identical prefix of the next at least 90% of
 // the time (provider prompt caches stay warm).
 func TestReplayKeepsPrefixStable(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	items := codexSession(6, 150)
 	e, _ := newEngine(128000, condense.Options{SelectiveEnabled: true})
 	var prev []string

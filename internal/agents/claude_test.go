@@ -24,13 +24,17 @@ func TestClaudeCode(t *testing.T) {
 	for _, model := range []string{"claude-sonnet-4-5", "claude-opus-4-7"} {
 		t.Run(model, func(t *testing.T) {
 			e := newE2E(t, "messages", claudeWindow)
-			res := e.run(func() agents.Result {
-				return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
-					Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: model,
-					Prompt: "Read the files of this directory one by one as the tools direct, then report.",
-				}))
-			})
-			e.check(res)
+			e.check(claudeRun(t, e, bin, model))
 		})
 	}
+}
+
+// claudeRun runs Claude Code with model through e's proxy.
+func claudeRun(t *testing.T, e *e2e, bin, model string) agents.Result {
+	return e.run(func() agents.Result {
+		return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
+			Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: model,
+			Prompt: "Read the files of this directory one by one as the tools direct, then report.",
+		}))
+	})
 }

@@ -19,11 +19,15 @@ func TestCodex(t *testing.T) {
 		t.Logf("%s: %s (pinned %s)", bin, v, agents.CodexVersion)
 	}
 	e := newE2E(t, "responses", codexWindow)
-	res := e.run(func() agents.Result {
+	e.check(codexRun(t, e, bin))
+}
+
+// codexRun runs Codex through e's proxy.
+func codexRun(t *testing.T, e *e2e, bin string) agents.Result {
+	return e.run(func() agents.Result {
 		return agents.Run(agentContext(t), agents.CodexCommand(agents.CodexOptions{
 			Bin: bin, BaseURL: e.stack.Proxy.URL + "/v1", Home: e.home(), Workdir: e.workdir(),
 			Prompt: "Print the files of this directory one by one as the tools direct, then report.",
 		}))
 	})
-	e.check(res)
 }

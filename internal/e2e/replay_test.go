@@ -72,6 +72,9 @@ func checkReplay(t *testing.T, res *replay.Result, window int) {
 // TestReplaySyntheticLongSessions replays long synthetic sessions (300k+
 // tokens) turn by turn at a 128k window with the canned LLM summarizer.
 func TestReplaySyntheticLongSessions(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	for _, seed := range []int64{1, 2} {
 		sess, _ := corpus.Synthetic(seed, 1_300_000)
 		s := newStack(t, 128000, "llm")
@@ -106,6 +109,9 @@ func corpusFiles(t *testing.T) []string {
 
 // TestReplayCorpus replays every session of the shared corpus.
 func TestReplayCorpus(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	files := corpusFiles(t)
 	for _, f := range files {
 		sess, err := corpus.Load(f)
@@ -121,6 +127,9 @@ func TestReplayCorpus(t *testing.T) {
 // no rejection, every request within the window, the prefix stable, and
 // the planted facts that lie in digested outputs kept.
 func TestReplaySelective(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	for _, seed := range []int64{3, 4} {
 		sess, facts := corpus.Synthetic(seed, 600_000)
 		s := newStack(t, 128000, "llm")
@@ -167,6 +176,9 @@ func TestReplayAuto(t *testing.T) {
 // in real sessions (error lines in tool outputs, paths in tool calls, the
 // task) survive.
 func TestReplayCorpusSelective(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	files := corpusFiles(t)
 	seen, kept := 0, 0
 	for _, f := range files {

@@ -18,6 +18,9 @@ import (
 // every mode; it fails on any rejected request, lost head or last message,
 // condensed request over the window, or selective fact retention under 95%.
 func TestShortEvaluation(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // deterministic replays: their numbers, without the race detector
+	}
 	sources := []Source{{Spec: "synthetic:7:250000", Window: 32000}, {Spec: "synthetic:7:250000", Window: 32000, Format: "responses"}}
 	dir := filepath.Join("..", "..", "..", "shared", "corpus", "raw")
 	if _, err := os.Stat(dir); err == nil {
@@ -103,6 +106,9 @@ func TestBadSessionsAreSkippedAndReported(t *testing.T) {
 // full suite, at 10× and in the Messages and Responses forms too, is in
 // EVALUATION.md (condense-eval --suite all).
 func TestBillGate(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // deterministic replays: their numbers, without the race detector
+	}
 	const window = 128000
 	chars := func(x float64) int { return int(x * window * 3.2) }
 	cfg := Config{

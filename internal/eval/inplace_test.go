@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/config"
+	"github.com/condense-proxy/condense-proxy/internal/testenv"
 )
 
 // TestSummariesAskedInPlace replays sessions in full mode in every format
@@ -18,6 +19,9 @@ import (
 // made in the request itself is asked in the plain form), the summaries
 // keep the same facts, and the bill is lower.
 func TestSummariesAskedInPlace(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // deterministic replays: their numbers, without the race detector
+	}
 	classic := Mode{Name: "full-classic", Header: "full", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.SummaryModel = "small-summary-model" }}
 	full := Mode{Name: "full-llm", Header: "full", Summarizer: "llm"}
 	rep, err := Run(context.Background(), Config{

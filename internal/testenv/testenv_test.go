@@ -1,6 +1,11 @@
 package testenv
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+)
 
 func TestInCI(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,4 +28,54 @@ func TestInCI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnraced: under -race the test runs again in a binary without it.
+func TestUnraced(t *testing.T) {
+	if Unraced(t) {
+		return
+	}
+	if Race {
+		t.Fatal("Unraced returned false in a binary built with -race")
+	}
+}
+
+// TestUnracedVerdicts: runUnraced reports the other binary's verdict: a
+// pass, a failure, a skip, a test that does not exist.
+func TestUnracedVerdicts(t *testing.T) {
+	t.Setenv("TESTENV_TARGET", "1")
+	ctx := context.Background()
+	dir := t.TempDir()
+	if _, err := runUnraced(ctx, dir, "TestUnracedTargetPasses"); err != nil {
+		t.Errorf("passing test: %v", err)
+	}
+	if out, err := runUnraced(ctx, dir, "TestUnracedTargetFails"); err == nil || errors.Is(err, errSkipped) {
+		t.Errorf("failing test: %v\n%s", err, out)
+	}
+	if _, err := runUnraced(ctx, dir, "TestUnracedTargetSkips"); !errors.Is(err, errSkipped) {
+		t.Errorf("skipping test: %v", err)
+	}
+	if _, err := runUnraced(ctx, dir, "TestNoSuchTest"); err == nil {
+		t.Error("a test that does not exist passed")
+	}
+}
+
+// The targets of TestUnracedVerdicts, which sets TESTENV_TARGET; alone
+// they skip.
+func target(t *testing.T) {
+	if os.Getenv("TESTENV_TARGET") == "" {
+		t.Skip("run by TestUnracedVerdicts")
+	}
+}
+
+func TestUnracedTargetPasses(t *testing.T) { target(t) }
+
+func TestUnracedTargetFails(t *testing.T) {
+	target(t)
+	t.Error("failing as TestUnracedVerdicts asks")
+}
+
+func TestUnracedTargetSkips(t *testing.T) {
+	target(t)
+	t.Skip("skipping as TestUnracedVerdicts asks")
 }

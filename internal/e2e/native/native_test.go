@@ -131,6 +131,9 @@ var nativeModes = []string{"auto", "full", "selective", "truncate"}
 // TestReplayNativeMessages replays the shared corpus's Claude Code sessions
 // in their native Messages form, thinking blocks and all, in every mode.
 func TestReplayNativeMessages(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	for _, f := range corpusFiles(t) {
 		if !strings.HasSuffix(f, ".jsonl") {
 			continue
@@ -150,6 +153,9 @@ func TestReplayNativeMessages(t *testing.T) {
 // TestReplayNativeResponses replays every shared-corpus session in
 // Responses form, in every mode.
 func TestReplayNativeResponses(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
 	for _, f := range corpusFiles(t) {
 		chat, err := corpus.Load(f)
 		if err != nil {

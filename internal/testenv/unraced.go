@@ -1,0 +1,76 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Unraced runs the calling test in a test binary of its package built
+// without the race detector, when the running binary has it, and reports
+// whether it did: the caller then returns, its verdict being the other
+// binary's (its output is logged). It is for long sequential replays
+// whose verdict does not depend on timing — the bill suite's gates, whole
+// sessions through the proxy —: the detector makes them five to eight
+// times slower (CI's run went past its 20 minutes), and the concurrent
+// tests, which stay under it, exercise the same code with the goroutines
+// these replays hardly use. A binary without the detector (go test
+// without -race) runs the test itself: false.
+func Unraced(t *testing.T) bool {
+	t.Helper()
+	if !Race {
+		return false
+	}
+	ctx := context.Background()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-10*time.Second))
+		defer cancel()
+	}
+	out, err := runUnraced(ctx, t.TempDir(), t.Name())
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		t.Log(line)
+	}
+	switch {
+	case errors.Is(err, errSkipped):
+		t.Skip("skipped without -race")
+	case err != nil:
+		t.Fatal(err)
+	}
+	return true
+}
+
+var errSkipped = errors.New("skipped")
+
+// runUnraced builds into dir the test binary of the package in the
+// working directory (go test runs a package's tests in its folder)
+// without the race detector, runs its test name, and returns its output:
+// an error unless that test ran and passed (errSkipped when it skipped).
+// The go command's build cache makes every build after a package's first
+// a link.
+func runUnraced(ctx context.Context, dir, name string) (string, error) {
+	bin := filepath.Join(dir, "pkg.test")
+	if out, err := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+		return string(out), fmt.Errorf("building the test binary without -race: %w", err)
+	}
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=25m")
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	out := buf.String()
+	switch {
+	case strings.Contains(out, "--- SKIP: "+name+" "):
+		return out, errSkipped
+	case err != nil:
+		return out, fmt.Errorf("%s without -race: %w", name, err)
+	case !strings.Contains(out, "--- PASS: "+name+" "):
+		return out, fmt.Errorf("%s without -race: did not run", name)
+	}
+	return out, nil
+}
