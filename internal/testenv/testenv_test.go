@@ -79,3 +79,18 @@ func TestUnracedTargetSkips(t *testing.T) {
 	target(t)
 	t.Skip("skipping as TestUnracedVerdicts asks")
 }
+
+func TestWithoutRace(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                       "",
+		"-race":                  "",
+		"-mod=mod -race -v":      "-mod=mod -v",
+		"--race=true -count=1":   "-count=1",
+		"-racy -trimpath":        "-racy -trimpath",
+		"  -race   -tags=a,b   ": "-tags=a,b",
+	} {
+		if got := withoutRace(in); got != want {
+			t.Errorf("withoutRace(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

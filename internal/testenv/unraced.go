@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -24,8 +25,8 @@ import (
 // without -race) runs the test itself: false.
 func Unraced(t *testing.T) bool {
 	t.Helper()
-	if !Race {
-		return false
+	if !Race || os.Getenv(unracedEnv) != "" {
+		return false // in place: never recurse
 	}
 	ctx := context.Background()
 	if d, ok := t.Deadline(); ok {
@@ -48,6 +49,10 @@ func Unraced(t *testing.T) bool {
 
 var errSkipped = errors.New("skipped")
 
+// unracedEnv is set for the binary Unraced runs: there the test runs in
+// place, whatever that binary was built with, so Unraced never recurses.
+const unracedEnv = "CONDENSE_TEST_UNRACED"
+
 // runUnraced builds into dir the test binary of the package in the
 // working directory (go test runs a package's tests in its folder)
 // without the race detector, runs its test name, and returns its output:
@@ -56,12 +61,15 @@ var errSkipped = errors.New("skipped")
 // a link.
 func runUnraced(ctx context.Context, dir, name string) (string, error) {
 	bin := filepath.Join(dir, "pkg.test")
-	if out, err := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".").CombinedOutput(); err != nil {
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS="+withoutRace(os.Getenv("GOFLAGS")))
+	if out, err := build.CombinedOutput(); err != nil {
 		return string(out), fmt.Errorf("building the test binary without -race: %w", err)
 	}
 	var buf bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "-test.run", "^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=25m")
 	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.Env = append(os.Environ(), unracedEnv+"=1")
 	err := cmd.Run()
 	out := buf.String()
 	switch {
@@ -73,4 +81,17 @@ func runUnraced(ctx context.Context, dir, name string) (string, error) {
 		return out, fmt.Errorf("%s without -race: did not run", name)
 	}
 	return out, nil
+}
+
+// withoutRace returns goflags (GOFLAGS) without its -race flag.
+func withoutRace(goflags string) string {
+	var kept []string
+	for _, f := range strings.Fields(goflags) {
+		switch strings.TrimLeft(f, "-") {
+		case "race", "race=true", "race=1":
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return strings.Join(kept, " ")
 }
