@@ -45,17 +45,20 @@ func TestUnraced(t *testing.T) {
 func TestUnracedVerdicts(t *testing.T) {
 	t.Setenv("TESTENV_TARGET", "1")
 	ctx := context.Background()
-	dir := t.TempDir()
-	if _, err := runUnraced(ctx, dir, "TestUnracedTargetPasses"); err != nil {
+	bin, err := buildUnraced(ctx, t.TempDir())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, bin)
+	}
+	if _, err := runUnraced(ctx, bin, "TestUnracedTargetPasses"); err != nil {
 		t.Errorf("passing test: %v", err)
 	}
-	if out, err := runUnraced(ctx, dir, "TestUnracedTargetFails"); err == nil || errors.Is(err, errSkipped) {
+	if out, err := runUnraced(ctx, bin, "TestUnracedTargetFails"); err == nil || errors.Is(err, errSkipped) {
 		t.Errorf("failing test: %v\n%s", err, out)
 	}
-	if _, err := runUnraced(ctx, dir, "TestUnracedTargetSkips"); !errors.Is(err, errSkipped) {
+	if _, err := runUnraced(ctx, bin, "TestUnracedTargetSkips"); !errors.Is(err, errSkipped) {
 		t.Errorf("skipping test: %v", err)
 	}
-	if _, err := runUnraced(ctx, dir, "TestNoSuchTest"); err == nil {
+	if _, err := runUnraced(ctx, bin, "TestNoSuchTest"); err == nil {
 		t.Error("a test that does not exist passed")
 	}
 }

@@ -34,7 +34,10 @@ func Unraced(t *testing.T) bool {
 		ctx, cancel = context.WithDeadline(ctx, d.Add(-10*time.Second))
 		defer cancel()
 	}
-	out, err := runUnraced(ctx, t.TempDir(), t.Name())
+	out, err := buildUnraced(ctx, t.TempDir())
+	if err == nil {
+		out, err = runUnraced(ctx, out, t.Name())
+	}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
 		t.Log(line)
 	}
@@ -53,19 +56,25 @@ var errSkipped = errors.New("skipped")
 // place, whatever that binary was built with, so Unraced never recurses.
 const unracedEnv = "CONDENSE_TEST_UNRACED"
 
-// runUnraced builds into dir the test binary of the package in the
+// buildUnraced builds into dir the test binary of the package in the
 // working directory (go test runs a package's tests in its folder)
-// without the race detector, runs its test name, and returns its output:
-// an error unless that test ran and passed (errSkipped when it skipped).
-// The go command's build cache makes every build after a package's first
-// a link.
-func runUnraced(ctx context.Context, dir, name string) (string, error) {
+// without the race detector and returns its path, or the go command's
+// output and an error. The go command's build cache makes every build
+// after a package's first a link.
+func buildUnraced(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "pkg.test")
 	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, ".")
 	build.Env = append(os.Environ(), "GOFLAGS="+withoutRace(os.Getenv("GOFLAGS")))
 	if out, err := build.CombinedOutput(); err != nil {
 		return string(out), fmt.Errorf("building the test binary without -race: %w", err)
 	}
+	return bin, nil
+}
+
+// runUnraced runs test name of the test binary bin and returns its
+// output: an error unless that test ran and passed (errSkipped when it
+// skipped).
+func runUnraced(ctx context.Context, bin, name string) (string, error) {
 	var buf bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, "-test.run", "^"+name+"$", "-test.v", "-test.count=1", "-test.timeout=25m")
 	cmd.Stdout, cmd.Stderr = &buf, &buf
