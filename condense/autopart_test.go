@@ -54,7 +54,7 @@ func TestAutoTakesTheCheaperPart(t *testing.T) {
 		}
 		return b
 	}
-	msgs := reasoning(40)
+	msgs := reasoning(64)
 	for _, tc := range []struct {
 		name        string
 		first, next []byte
@@ -163,4 +163,87 @@ func TestAutoCutKeepsLongConversationsSmaller(t *testing.T) {
 	if planned >= trigger {
 		t.Errorf("planned limit %d, not below the threshold %d: the conversation is not kept smaller", planned, trigger)
 	}
+}
+
+// TestAutoFoldsOnce: a conversation auto folds is folded once. The fold is
+// replayed, the same summaries in the same place, until it would move;
+// that request takes the digests and the cut instead (one re-write from
+// the head, as the fold's move would have been), and so does every later
+// one, at any replica. Nothing is summarized ahead for a next fold that
+// never comes: every summarizer call is one a forwarded request waited
+// for. (Sixteen recent turns kept verbatim keep the folded request large
+// enough that it nears its limit, where full mode would prepare its next
+// fold, before the fold moves.)
+func TestAutoFoldsOnce(t *testing.T) {
+	msgs := reasoning(64)
+	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
+	shared := cache.NewMemory(64 << 20)
+	sum := &countingSummarizer{}
+	engine := func(window int) *Engine {
+		return New(Deps{Counter: counter, Models: limits(window), Cache: shared, Summarizer: sum},
+			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000, KeepRecentTurns: 16})
+	}
+	ctx := context.Background()
+	probe, err := engine(1_000_000).Condense(ctx, Request{Codec: chatCodec, Body: at(40), Mode: ModeOff, Scope: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := probe.Report.TokensBefore * 100 / 85 // just over the threshold (0.8)
+	var engines []*Engine
+	foreground, folds, switched := 0, 0, -1
+	var fold []Change
+	for n := 40; n <= 64; n++ {
+		// Every request at a new engine (another replica): what auto
+		// does is in the shared cache, not in a process.
+		e := engine(window)
+		engines = append(engines, e)
+		res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: at(n), Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, res.Body)
+		r := res.Report
+		foreground += r.Calls
+		switch {
+		case strings.Contains(r.Reason, autoSwitchReason):
+			if switched >= 0 {
+				t.Errorf("request of %d steps switched again (first at %d)", n, switched)
+			}
+			switched = n
+		case strings.Contains(r.Reason, autoFoldsReason):
+			if switched >= 0 {
+				t.Errorf("request of %d steps folded after the switch at %d steps (%s)", n, switched, r.Reason)
+			}
+			if r.Applied != AppliedFull {
+				t.Fatalf("request of %d steps: applied %s, want full (%s)", n, r.Applied, r.Reason)
+			}
+			summaries := r.Changes[:0:0]
+			for _, ch := range r.Changes {
+				if ch.Kind == ChangeSummary {
+					summaries = append(summaries, ch)
+				}
+			}
+			if folds++; folds == 1 {
+				fold = summaries
+			} else if fmt.Sprint(summaries) != fmt.Sprint(fold) {
+				t.Errorf("request of %d steps folded differently from the first fold:\n got %v\nwant %v", n, summaries, fold)
+			}
+		case n == 40:
+			t.Fatalf("the first request did not fold (%s): the conversation tests nothing", r.Reason)
+		case switched < 0:
+			t.Errorf("request of %d steps, before the switch, neither folded nor switched: %s", n, r.Reason)
+		}
+	}
+	if folds < 2 || switched < 0 {
+		t.Fatalf("%d requests folded, switch at %d steps: the fold never moved", folds, switched)
+	}
+	for _, e := range engines {
+		if err := e.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := int(sum.calls.Load()); got != foreground {
+		t.Errorf("the summarizer was called %d times, %d of them by requests: %d summaries written that no request forwarded", got, foreground, got-foreground)
+	}
+	t.Logf("folded %d requests, switched at %d steps, %d summarizer calls", folds, switched, foreground)
 }

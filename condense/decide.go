@@ -301,8 +301,27 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		_, sticky = e.getCache(ctx, stickyKey)
 		if !sticky {
 			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
-				r.Reason += autoFoldsReason
-				mode = ModeFull
+				// auto folds a conversation once: its first fold is
+				// replayed until it would move; from then on the
+				// conversation takes the digests and the cut, whose
+				// first edit re-writes from the head as the fold's move
+				// would have (no extra bust), and whose cut, deep and
+				// rare, costs less than folding again and again
+				// (BENCHMARKS.md).
+				rq.foldOnce = true
+				out, err := e.fullOrWindow(ctx, rq, b, r)
+				if !errors.Is(err, errFoldMoves) {
+					if err == nil {
+						r.Reason += autoFoldsReason
+					}
+					return out, err
+				}
+				rq.foldOnce, rq.changes, r.Applied = false, nil, ""
+				r.Reason += autoSwitchReason
+				if rq.keeps() {
+					e.setCache(ctx, stickyKey, []byte("full"))
+				}
+				sticky = true
 			}
 		}
 	}
@@ -316,6 +335,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 			// Folds are cheaper for this conversation (plan.go): the
 			// digests are not forwarded.
 			rq.changes, r.Reason, r.Applied = nil, reason+autoFoldsReason, ""
+			rq.foldOnce = true
 			return e.fullOrWindow(ctx, rq, b, r)
 		}
 		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {

@@ -2,6 +2,7 @@ package condense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/condense-proxy/condense-proxy/view"
@@ -17,6 +18,10 @@ func rebuild(rq *job, inserted [][]byte, rest int) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// errFoldMoves: auto's one fold of a conversation would move (fold.go's
+// full, with job.foldOnce).
+var errFoldMoves = errors.New("auto's fold would move")
 
 // full folds the complete chunks before the tail into summaries. It
 // returns nil when there is nothing to fold or the result is still over
@@ -39,6 +44,10 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		return nil, nil
 	}
 	p = e.fitCallBudget(ctx, rq, b, p)
+	if rq.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
+		// auto's one fold would move: the caller switches (decide.go).
+		return nil, errFoldMoves
+	}
 	items, err := e.summarizeChunks(ctx, rq, p.folded)
 	if err != nil {
 		return nil, err
@@ -99,7 +108,9 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	// The next fold is near (requests grow unevenly: within a chunk, or
 	// a few requests' growth): its summaries are written in the
 	// background, so the request that folds finds them ready.
-	if float64(rc.Total) > float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
+	// (Not for auto's one fold: its next move is no fold, and auto
+	// never calls the summarizer for a summary it does not forward.)
+	if !rq.foldOnce && float64(rc.Total) > float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
 		e.prepare(rq, base())
 	}
 	return out, nil

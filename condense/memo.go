@@ -45,6 +45,10 @@ const (
 	// decisionAuto is auto's way for the conversation, chosen at its
 	// first condensation: autoDigests or autoFolds (plan.go).
 	decisionAuto = "auto"
+	// decisionAutoFoldEnd is the step after auto's one fold of the
+	// conversation (autoFolds): a request whose fold would end elsewhere
+	// switches the conversation to the digests and the cut.
+	decisionAutoFoldEnd = "autofoldend"
 )
 
 // decisionKey names one decision of a conversation.

@@ -217,28 +217,22 @@ type budgets struct {
 // auto's ways for a conversation (decisionAuto).
 const (
 	autoDigests = 1 // selective's digests, then the cut with summaries
-	autoFolds   = 2 // full mode's folds
+	// autoFolds: full mode's first fold; from the fold's next move on,
+	// the digests and the cut (decide.go).
+	autoFolds = 2
 )
 
 // autoFoldsReason is what a request's reason says when auto folds.
 const autoFoldsReason = "; folds priced below digests for this conversation"
 
-// autoFoldShare: auto takes full mode's folds only when the cost model
-// prices them below this share of the digests' cost. The model expects as
-// many requests again as the conversation has sent, and a fold's
-// summaries (their output at the output price) pay only over many of
-// them: on the corpus sessions of EVALUATION.md, replayed with summaries
-// of a realistic size (about 1,000 tokens), folds were never the cheaper
-// part, although the model priced them at 0.69–0.95 of digests (auto billed
-// up to 0.15 of uncondensed more than selective). On the bill suite's
-// sessions the model prices folds above digests. Digests also keep more of
-// what the agent saw, so only a conversation whose digests remove almost
-// nothing folds (BENCHMARKS.md).
-const autoFoldShare = 0.67
+// autoSwitchReason is what the request says whose fold would move, where
+// auto takes the digests and the cut.
+const autoSwitchReason = "; auto's fold would move: digests and the cut from here"
 
 // autoFoldsOf decides, at the first condensation of a conversation in
-// auto mode, which of its parts condenses it: selective's digests (out, as
-// digested, fits the limit) or full mode's folds, dry-run. Each is priced
+// auto mode, which of its parts condenses it first: selective's digests
+// (out, as digested, fits the limit) or full mode's fold, dry-run. Each is
+// priced
 // over the requests expected to follow (cost.go's autoCase): the re-write
 // of what follows its first edit, the summaries it must write, the reads
 // of the requests that follow, and its later moves — a fold removes as
@@ -247,8 +241,13 @@ const autoFoldShare = 0.67
 // they cannot make room and auto cuts. A conversation whose digests remove
 // little — its outputs small, its history mostly the agent's own turns —
 // re-writes its prefix often to stay under the threshold, and folds are
-// cheaper there. The choice is frozen: flipping between the two would
-// re-write the prefix.
+// cheaper there. Folds are priced as if the conversation kept folding:
+// what auto does after its one fold — the digests and the cut — is the
+// digests' account from a smaller request, and an account of that
+// (cost.go's model of the later moves started from the folded request)
+// ranked the corpus's sessions further from their measured bills than
+// this one does (BENCHMARKS.md). The choice is frozen: flipping between
+// the two would re-write the prefix.
 func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte) bool {
 	return e.decide(ctx, rq, decisionAuto, func() int {
 		digested, err := e.countOut(rq, out)
@@ -272,7 +271,7 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 		}
 		p := pricesOf(rq.limits)
 		fold, digest := p.autoFoldsCost(a), p.autoDigestsCost(a)
-		if fold < autoFoldShare*digest {
+		if fold < digest {
 			return autoFolds
 		}
 		return autoDigests
