@@ -106,12 +106,21 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 		}
 	}
 	rq.misses++
+	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
 	if rq.req.CountOnly {
 		// Counting never pays for a summary: the extractive text stands
-		// in for one not written yet, and is not kept.
-		return decorate(fallback()), false, "", nil
+		// in for one not written yet, and is not kept — unless the
+		// extractive summarizer is the summarizer: then the text is the
+		// summary, and observe mode keeps it (in its caller's scope) as
+		// auto would, so a later cut that reuses a fold's summaries
+		// finds them, as auto's does.
+		s := decorate(fallback())
+		if rq.req.observing && extractive {
+			e.setCache(ctx, key, []byte(s))
+		}
+		return s, false, "", nil
 	}
-	if e.summarizer == nil || e.opts.Summarizer == "extractive" || rq.extractiveSummaries {
+	if extractive || rq.extractiveSummaries {
 		s := decorate(fallback())
 		e.setCache(ctx, key, []byte(s))
 		return s, false, "", nil

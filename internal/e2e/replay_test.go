@@ -32,8 +32,14 @@ func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOp
 
 func (s *stack) replay(t testing.TB, sess *corpus.Session, mode string, every int, facts ...corpus.Fact) *replay.Result {
 	t.Helper()
+	return s.replayModel(t, sess, "gpt-4o", mode, every, facts...)
+}
+
+// replayModel replays sess as requests of model.
+func (s *stack) replayModel(t testing.TB, sess *corpus.Session, model, mode string, every int, facts ...corpus.Fact) *replay.Result {
+	t.Helper()
 	res, err := replay.Run(context.Background(), sess, s.Fake, s.Counter, replay.Options{
-		ProxyURL: s.Proxy.URL, Model: "gpt-4o", Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every, Facts: facts,
+		ProxyURL: s.Proxy.URL, Model: model, Mode: mode, APIKey: "sk-replay", Window: 128000, Every: every, Facts: facts,
 		Drain: s.Drain,
 	})
 	if err != nil {
@@ -154,21 +160,41 @@ func TestReplaySelective(t *testing.T) {
 	}
 }
 
-// TestReplayAuto: auto mode (selective, then full when not enough) on a
-// session long enough to need both.
+// TestReplayAuto: auto mode on a session long enough to need both of its
+// parts. Priced as Anthropic bills (a bust costs 1.25, a read 0.1), auto
+// digests first and cuts when digests are not enough, keeping the planted
+// facts the digests keep. Priced as OpenAI bills (a bust costs 1.0, a read
+// 0.5: reads dear, busts cheap), the cost model prices a fold below the
+// digests at the first condensation: auto folds once, and from the fold's
+// next move takes the cut — every condensed request full, and fewer facts
+// kept, the price of reading less (BENCHMARKS.md).
 func TestReplayAuto(t *testing.T) {
 	sess, facts := corpus.Synthetic(5, 1_300_000)
-	s := newStack(t, 128000, "llm")
-	res := s.replay(t, sess, "auto", 1, facts...)
-	checkReplay(t, res, 128000)
-	modes := map[string]int{}
-	for _, r := range res.Requests {
-		modes[r.Applied]++
+	for _, tc := range []struct {
+		model       string
+		digestFirst bool
+	}{{"claude-sonnet-4-5", true}, {"gpt-4o", false}} {
+		s := newStack(t, 128000, "llm")
+		res := s.replayModel(t, sess, tc.model, "auto", 1, facts...)
+		checkReplay(t, res, 128000)
+		modes := map[string]int{}
+		first := ""
+		for _, r := range res.Requests {
+			modes[r.Applied]++
+			if first == "" && r.Applied != "none" {
+				first = r.Applied
+			}
+		}
+		t.Logf("%s: auto %v, facts kept %d/%d, stability %.3f", tc.model, modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
+		switch {
+		case tc.digestFirst && (first != "selective" || modes["full"] == 0):
+			t.Errorf("%s: auto applied %v, first %s: want digests first, then the cut", tc.model, modes, first)
+		case tc.digestFirst && res.FactRetention() < 0.95:
+			t.Errorf("%s: digests first kept %d of %d planted facts", tc.model, res.FactsKept, res.FactsSeen)
+		case !tc.digestFirst && (first != "full" || modes["selective"] > 0):
+			t.Errorf("%s: auto applied %v, first %s: want its one fold, then the cut", tc.model, modes, first)
+		}
 	}
-	if modes["selective"] == 0 || modes["full"] == 0 {
-		t.Errorf("auto applied %v, want both selective and full", modes)
-	}
-	t.Logf("auto: %v, facts kept %d/%d, stability %.3f", modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
 }
 
 // TestReplayCorpusSelective replays the shared corpus in selective mode at
