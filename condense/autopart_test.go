@@ -54,7 +54,7 @@ func TestAutoTakesTheCheaperPart(t *testing.T) {
 		}
 		return b
 	}
-	msgs := reasoning(64)
+	msgs := reasoning(40)
 	for _, tc := range []struct {
 		name        string
 		first, next []byte

@@ -232,22 +232,18 @@ const autoSwitchReason = "; auto's fold would move: digests and the cut from her
 // autoFoldsOf decides, at the first condensation of a conversation in
 // auto mode, which of its parts condenses it first: selective's digests
 // (out, as digested, fits the limit) or full mode's fold, dry-run. Each is
-// priced
-// over the requests expected to follow (cost.go's autoCase): the re-write
-// of what follows its first edit, the summaries it must write, the reads
-// of the requests that follow, and its later moves — a fold removes as
-// much again each time; digests remove their share of what has aged past
-// the frontier since the last move, re-writing the tail after it, until
-// they cannot make room and auto cuts. A conversation whose digests remove
-// little — its outputs small, its history mostly the agent's own turns —
-// re-writes its prefix often to stay under the threshold, and folds are
-// cheaper there. Folds are priced as if the conversation kept folding:
-// what auto does after its one fold — the digests and the cut — is the
-// digests' account from a smaller request, and an account of that
-// (cost.go's model of the later moves started from the folded request)
-// ranked the corpus's sessions further from their measured bills than
-// this one does (BENCHMARKS.md). The choice is frozen: flipping between
-// the two would re-write the prefix.
+// priced over the requests expected to follow (cost.go's autoCase): the
+// re-write of what follows its first edit, the summaries it must write,
+// the reads of the requests that follow, and its later moves — a fold
+// removes as much again each time; digests remove their share of what has
+// aged past the frontier since the last move, re-writing the tail after
+// it, until they cannot make room and auto cuts. The fold is priced as if
+// the conversation kept folding, although auto folds once and then takes
+// the digests and the cut (decide.go): a model of that (the digests'
+// later moves, from the folded request) ranked the corpus's sessions
+// further from their measured bills (BENCHMARKS.md, "auto folds once").
+// The choice is frozen: flipping between the two would re-write the
+// prefix.
 func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte) bool {
 	return e.decide(ctx, rq, decisionAuto, func() int {
 		digested, err := e.countOut(rq, out)
