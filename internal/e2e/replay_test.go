@@ -163,38 +163,51 @@ func TestReplaySelective(t *testing.T) {
 // TestReplayAuto: auto mode on a session long enough to need both of its
 // parts. Priced as Anthropic bills (a bust costs 1.25, a read 0.1), auto
 // digests first and cuts when digests are not enough, keeping the planted
-// facts the digests keep. Priced as OpenAI bills (a bust costs 1.0, a read
-// 0.5: reads dear, busts cheap), the cost model prices a fold below the
-// digests at the first condensation: auto folds once, and from the fold's
-// next move takes the cut — every condensed request full, and fewer facts
-// kept, the price of reading less (BENCHMARKS.md).
+// facts the digests keep. One long replay through the proxy with its
+// background jobs, under the race detector.
 func TestReplayAuto(t *testing.T) {
+	res, first, modes := replayAuto(t, "claude-sonnet-4-5")
+	if first != "selective" || modes["full"] == 0 {
+		t.Errorf("auto applied %v, first %s: want digests first, then the cut", modes, first)
+	}
+	if res.FactRetention() < 0.95 {
+		t.Errorf("digests first kept %d of %d planted facts", res.FactsKept, res.FactsSeen)
+	}
+}
+
+// TestReplayAutoFoldsOnce: the same session priced as OpenAI bills (a bust
+// costs 1.0, a read 0.5: reads dear, busts cheap). The cost model prices a
+// fold below the digests at the first condensation: auto folds once, and
+// from the fold's next move takes the cut — every condensed request full,
+// and fewer facts kept, the price of reading less (BENCHMARKS.md).
+func TestReplayAutoFoldsOnce(t *testing.T) {
+	if testenv.Unraced(t) {
+		return // a sequential replay: its verdict, without the race detector
+	}
+	_, first, modes := replayAuto(t, "gpt-4o")
+	if first != "full" || modes["selective"] > 0 {
+		t.Errorf("auto applied %v, first %s: want its one fold, then the cut", modes, first)
+	}
+}
+
+// replayAuto replays a 10× synthetic session as model in auto mode and
+// returns the result, what its first condensed request applied, and how
+// many requests applied what.
+func replayAuto(t *testing.T, model string) (*replay.Result, string, map[string]int) {
 	sess, facts := corpus.Synthetic(5, 1_300_000)
-	for _, tc := range []struct {
-		model       string
-		digestFirst bool
-	}{{"claude-sonnet-4-5", true}, {"gpt-4o", false}} {
-		s := newStack(t, 128000, "llm")
-		res := s.replayModel(t, sess, tc.model, "auto", 1, facts...)
-		checkReplay(t, res, 128000)
-		modes := map[string]int{}
-		first := ""
-		for _, r := range res.Requests {
-			modes[r.Applied]++
-			if first == "" && r.Applied != "none" {
-				first = r.Applied
-			}
-		}
-		t.Logf("%s: auto %v, facts kept %d/%d, stability %.3f", tc.model, modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
-		switch {
-		case tc.digestFirst && (first != "selective" || modes["full"] == 0):
-			t.Errorf("%s: auto applied %v, first %s: want digests first, then the cut", tc.model, modes, first)
-		case tc.digestFirst && res.FactRetention() < 0.95:
-			t.Errorf("%s: digests first kept %d of %d planted facts", tc.model, res.FactsKept, res.FactsSeen)
-		case !tc.digestFirst && (first != "full" || modes["selective"] > 0):
-			t.Errorf("%s: auto applied %v, first %s: want its one fold, then the cut", tc.model, modes, first)
+	s := newStack(t, 128000, "llm")
+	res := s.replayModel(t, sess, model, "auto", 1, facts...)
+	checkReplay(t, res, 128000)
+	modes := map[string]int{}
+	first := ""
+	for _, r := range res.Requests {
+		modes[r.Applied]++
+		if first == "" && r.Applied != "none" {
+			first = r.Applied
 		}
 	}
+	t.Logf("%s: auto %v, facts kept %d/%d, stability %.3f", model, modes, res.FactsKept, res.FactsSeen, res.PrefixStability)
+	return res, first, modes
 }
 
 // TestReplayCorpusSelective replays the shared corpus in selective mode at
