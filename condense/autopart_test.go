@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
@@ -246,4 +247,53 @@ func TestAutoFoldsOnce(t *testing.T) {
 		t.Errorf("the summarizer was called %d times, %d of them by requests: %d summaries written that no request forwarded", got, foreground, got-foreground)
 	}
 	t.Logf("folded %d requests, switched at %d steps, %d summarizer calls", folds, switched, foreground)
+}
+
+// TestAutoFoldsOnceAfterAnotherReplica: a conversation whose first
+// condensation decides to fold, where another replica's fold of it ends
+// elsewhere already (stored first, set-if-absent), takes the digests and
+// the cut at once, as a request past the fold would — not a failure, not
+// the request forwarded unchanged.
+func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
+	msgs := reasoning(40)
+	first := body(t, msgs)
+	ctx := context.Background()
+	engine := func(c Cache, window int) *Engine {
+		return New(Deps{Counter: counter, Models: limits(window), Cache: c, Summarizer: &countingSummarizer{}},
+			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000})
+	}
+	probe, err := engine(cache.NewMemory(1<<20), 1_000_000).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeOff, Scope: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := probe.Report.TokensBefore * 100 / 85 // just over the threshold (0.8)
+	// The key auto's fold end is kept under, from a run of its own.
+	seen := &countingCache{Memory: cache.NewMemory(64 << 20)}
+	r, err := engine(seen, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.Report.Reason, autoFoldsReason) {
+		t.Fatalf("the conversation does not fold (%s): the test tests nothing", r.Report.Reason)
+	}
+	key := ""
+	seen.keys.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), "plan:"+decisionAutoFoldEnd+":") {
+			key = k.(string)
+		}
+		return key == ""
+	})
+	if key == "" {
+		t.Fatal("no fold end kept")
+	}
+	other := cache.NewMemory(64 << 20)
+	other.Set(ctx, key, []byte("1"), time.Hour) // another replica's fold, ending at step 1
+	res, err := engine(other, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, res.Body)
+	if rep := res.Report; rep.Applied == AppliedNone || !strings.Contains(rep.Reason, autoSwitchReason) || rep.TokensAfter > int(0.8*float64(window)) {
+		t.Errorf("applied %s, %d → %d tokens (%s): want the digests and the cut under the threshold", rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.Reason)
+	}
 }

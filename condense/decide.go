@@ -301,25 +301,9 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		_, sticky = e.getCache(ctx, stickyKey)
 		if !sticky {
 			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
-				// auto folds a conversation once: its first fold is
-				// replayed until it would move; from then on the
-				// conversation takes the digests and the cut, whose
-				// first edit re-writes from the head as the fold's move
-				// would have (no extra bust), and whose cut, deep and
-				// rare, costs less than folding again and again
-				// (BENCHMARKS.md).
-				rq.foldOnce = true
-				out, err := e.fullOrWindow(ctx, rq, b, r)
-				if !errors.Is(err, errFoldMoves) {
-					if err == nil {
-						r.Reason += autoFoldsReason
-					}
+				out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+				if !switched {
 					return out, err
-				}
-				rq.foldOnce, rq.changes, r.Applied = false, nil, ""
-				r.Reason += autoSwitchReason
-				if rq.keeps() {
-					e.setCache(ctx, stickyKey, []byte("full"))
 				}
 				sticky = true
 			}
@@ -333,10 +317,16 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		}
 		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out) {
 			// Folds are cheaper for this conversation (plan.go): the
-			// digests are not forwarded.
-			rq.changes, r.Reason, r.Applied = nil, reason+autoFoldsReason, ""
-			rq.foldOnce = true
-			return e.fullOrWindow(ctx, rq, b, r)
+			// digests are not forwarded — unless another replica's fold
+			// of it ends elsewhere already, and the conversation takes
+			// them and the cut from here.
+			digests, digestReason := rq.changes, r.Reason
+			rq.changes, r.Reason, r.Applied = nil, reason, ""
+			folded, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+			if !switched {
+				return folded, err
+			}
+			rq.changes, r.Reason, sticky = digests, digestReason+autoSwitchReason, true
 		}
 		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
 			// A conversation that needed the window keeps it, at its
@@ -383,6 +373,31 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		return e.fullOrWindow(ctx, rq, b, r)
 	}
 	return e.truncate(ctx, rq, b, r)
+}
+
+// foldOnce condenses rq by auto's one fold of its conversation: full
+// mode's fold, replayed until it would move. From the request where it
+// would, the conversation takes the digests and the cut (its sticky state,
+// under stickyKey, is set): switched, and the caller condenses rq so. The
+// switch costs no extra bust — the fold's move would have re-written from
+// the head too — and the cut, deep and rare, costs less than folding again
+// and again (BENCHMARKS.md).
+func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report, stickyKey string) (out []byte, switched bool, err error) {
+	rq.foldOnce = true
+	out, err = e.fullOrWindow(ctx, rq, b, r)
+	rq.foldOnce = false
+	if !errors.Is(err, errFoldMoves) {
+		if err == nil {
+			r.Reason += autoFoldsReason
+		}
+		return out, false, err
+	}
+	rq.changes, r.Applied = nil, ""
+	r.Reason += autoSwitchReason
+	if rq.keeps() {
+		e.setCache(ctx, stickyKey, []byte("full"))
+	}
+	return nil, true, nil
 }
 
 // fullOrWindow condenses rq by full mode's folds, or by the sliding window
