@@ -10,6 +10,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/selective"
 )
 
 // reasoning builds a conversation of n steps whose history is mostly the
@@ -190,6 +191,10 @@ func TestAutoFoldsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	window := probe.Report.TokensBefore * 100 / 85 // just over the threshold (0.8)
+	// The conversation's choice is the fold (which part auto takes is
+	// TestAutoTakesTheCheaperPart's; here the cut on the digests' bust is
+	// priced a little below it).
+	seedAutoFolds(t, shared, engine(window), at(40))
 	var engines []*Engine
 	foreground, folds, switched := 0, 0, -1
 	var fold []Change
@@ -269,6 +274,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	window := probe.Report.TokensBefore * 100 / 85 // just over the threshold (0.8)
 	// The key auto's fold end is kept under, from a run of its own.
 	seen := &countingCache{Memory: cache.NewMemory(64 << 20)}
+	seedAutoFolds(t, seen.Memory, engine(cache.NewMemory(64<<20), window), first)
 	r, err := engine(seen, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -296,4 +302,119 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	if rep := res.Report; rep.Applied == AppliedNone || !strings.Contains(rep.Reason, autoSwitchReason) || rep.TokensAfter > int(0.8*float64(window)) {
 		t.Errorf("applied %s, %d → %d tokens (%s): want the digests and the cut under the threshold", rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.Reason)
 	}
+}
+
+// seedAutoFolds stores in c, as another replica would have, auto's choice
+// of the fold for the conversation of first (scope "s"): the key from a
+// run of e (which must not use c), the value autoFolds.
+func seedAutoFolds(t *testing.T, c Cache, e *Engine, first []byte) {
+	t.Helper()
+	ctx := context.Background()
+	seen := &countingCache{Memory: cache.NewMemory(64 << 20)}
+	e.cache = seen
+	if _, err := e.Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	key := ""
+	seen.keys.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), "plan:"+decisionAuto+":") {
+			key = k.(string)
+		}
+		return key == ""
+	})
+	if key == "" {
+		t.Fatal("auto's choice not kept")
+	}
+	c.Set(ctx, key, []byte(strconv.Itoa(autoFolds)), time.Hour)
+}
+
+// oldOutput builds a conversation of n steps: one large output first,
+// then steps of the agent's reasoning with small outputs. Digesting the
+// old output re-writes everything after it to make room for a few
+// requests only.
+func oldOutput(n int) []map[string]any {
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("c%d", i)
+		out, say := "ok", strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 60)
+		if i == 0 {
+			out, say = bigFile(12000), "Reading."
+		}
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
+	}
+	return msgs
+}
+
+// TestWindowOnTheDigestsBust: at a conversation's first condensation,
+// digests that would not pay for their re-write before the window has to
+// come anyway (they make room for a few requests) do not go alone: the
+// window comes on their bust in selective mode — in auto, the cut with
+// summaries on their bust or the fold, the cheaper — and the next
+// requests grow on it append-only, with no second bust. Where digests make room for long (large outputs),
+// they go alone.
+func TestWindowOnTheDigestsBust(t *testing.T) {
+	msgs := oldOutput(60)
+	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
+	ctx := context.Background()
+	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: at(40), Mode: ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := probe.Report.TokensBefore * 100 / 81 // the 40th step crosses the threshold (0.8)
+	for _, mode := range []string{ModeSelective, ModeAuto} {
+		t.Run(mode, func(t *testing.T) {
+			e := New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(64 << 20), Summarizer: &countingSummarizer{}},
+				Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000,
+					Selective: selective.Options{KeepRecentToolOutputs: 3}})
+			prev := 0
+			for n := 40; n <= 46; n++ {
+				res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: at(n), Mode: mode, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				validate(t, res.Body)
+				r := res.Report
+				if n == 40 {
+					// auto: the cut on the digests' bust, or the fold when
+					// that is cheaper still — never the digests alone.
+					windowed := r.Applied == AppliedTruncate && strings.Contains(r.Reason, windowNowReason)
+					if mode == ModeAuto {
+						windowed = r.Applied == AppliedFull && (strings.Contains(r.Reason, windowNowReason) || strings.Contains(r.Reason, autoFoldsReason))
+					}
+					if !windowed {
+						t.Fatalf("first condensation: applied %s (%s), want the window on the digests' bust", r.Applied, r.Reason)
+					}
+					if r.TokensAfter > r.TokensBefore/2 {
+						t.Errorf("the window kept %d of %d tokens", r.TokensAfter, r.TokensBefore)
+					}
+				} else if r.PrefixReused < prev {
+					t.Errorf("request of %d steps re-used %d tokens of the previous %d: a second bust", n, r.PrefixReused, prev)
+				}
+				prev = r.TokensAfter
+			}
+		})
+	}
+	t.Run("large outputs", func(t *testing.T) {
+		sess, _ := corpus.Synthetic(1, 400_000)
+		ends := sess.TurnEnds()
+		b, err := sess.Request("gpt-4o", ends[len(ends)-2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: b, Mode: ModeOff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := New(Deps{Counter: counter, Models: limits(probe.Report.TokensBefore * 100 / 85), Cache: cache.NewMemory(64 << 20)},
+			Options{SelectiveEnabled: true})
+		res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Report; r.Applied != AppliedSelective {
+			t.Errorf("applied %s (%s), want the digests alone", r.Applied, r.Reason)
+		}
+	})
 }

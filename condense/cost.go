@@ -232,3 +232,34 @@ func (p prices) autoDigestsCost(a autoCase) float64 {
 	}
 	return cost
 }
+
+// digestsRunway returns how many requests the digests keep the
+// conversation under the limit, as autoDigestsCost simulates their moves
+// (the horizon when they last it).
+func (p prices) digestsRunway(a autoCase) float64 {
+	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
+	share := min(float64(a.in-a.digested)/eligible, 1)
+	size, last := float64(a.digested), float64(a.digested)
+	for t := 1.0; t < a.horizon; t++ {
+		if size += max(a.growth, 1); size > float64(a.limit) {
+			after := size - share*(size-last)
+			if after > float64(a.limit) {
+				return t
+			}
+			size, last = after, after
+		}
+	}
+	return a.horizon
+}
+
+// digestsPay reports whether the digests' first edit pays by itself: the
+// tokens it removes, read on every request until a cut has to come (or
+// to the horizon), outweigh re-writing what follows its first digest.
+func (p prices) digestsPay(a autoCase) bool {
+	runway := p.digestsRunway(a)
+	if runway >= a.horizon {
+		return true
+	}
+	removed := float64(a.in - a.digested)
+	return removed*p.read*runway > (p.write-p.read)*float64(max(a.digested-a.digestKept, 0))
+}

@@ -184,7 +184,7 @@ func TestDefer(t *testing.T) {
 		e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
 			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: room}
 		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn,
-			Selective: selective.Options{KeepRecentToolOutputs: 3}})
+			Selective: selective.Options{KeepRecentToolOutputs: 3}, KeepRecentTurns: 23})
 		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)

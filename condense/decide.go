@@ -311,11 +311,18 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	}
 	if mode == ModeSelective || mode == ModeAuto {
 		reason := r.Reason
+		// (the conversation's first condensation over the threshold: its
+		// digest frontier is not placed yet)
+		_, condensed := e.decided(ctx, rq, decisionFrontierFirst)
 		out, fits, err := e.selective(ctx, rq, b, r)
 		if err != nil {
 			return nil, err
 		}
-		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out) {
+		// The digests would not pay for their bust before the window
+		// (auto: the cut) has to come: it comes now, on the same bust
+		// (plan.go) — in auto, unless the fold is cheaper still.
+		windowNow := fits && !sticky && out != nil && rq.over && e.windowNowOf(ctx, rq, b, out, !condensed)
+		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
 			// Folds are cheaper for this conversation (plan.go): the
 			// digests are not forwarded — unless another replica's fold
 			// of it ends elsewhere already, and the conversation takes
@@ -327,6 +334,10 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 				return folded, err
 			}
 			rq.changes, r.Reason, sticky = digests, digestReason+autoSwitchReason, true
+		}
+		if windowNow && !sticky {
+			r.Reason += windowNowReason
+			fits = false
 		}
 		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
 			// A conversation that needed the window keeps it, at its
@@ -349,16 +360,21 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 				r.Applied = AppliedSelective
 				return digested, nil
 			}
-			if w != nil {
+			switch {
+			case w != nil && windowNow:
+				addDegraded(r, "sliding window used on the digests' first bust: the digests alone would not pay for it before the window had to come")
+			case w != nil:
 				addDegraded(r, "selective condensing was not enough; sliding window used")
 			}
 			return w, err
 		}
-		// auto: the digests are not enough. The sliding window's cut —
-		// selective's, deep and rare — with summaries of what it omits
-		// in place of its marker.
+		// auto: the digests are not enough (or would not pay before they
+		// were). The sliding window's cut — selective's, deep and rare —
+		// with summaries of what it omits in place of its marker.
 		if !sticky {
-			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
+			if !windowNow {
+				r.Reason += "; digests not enough for the limit, the oldest steps summarized"
+			}
 			if rq.keeps() {
 				e.setCache(ctx, stickyKey, []byte("full"))
 			}

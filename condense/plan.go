@@ -2,6 +2,8 @@ package condense
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -231,20 +233,21 @@ const autoSwitchReason = "; auto's fold would move: digests and the cut from her
 
 // autoFoldsOf decides, at the first condensation of a conversation in
 // auto mode, which of its parts condenses it first: selective's digests
-// (out, as digested, fits the limit) or full mode's fold, dry-run. Each is
-// priced over the requests expected to follow (cost.go's autoCase): the
-// re-write of what follows its first edit, the summaries it must write,
-// the reads of the requests that follow, and its later moves — a fold
-// removes as much again each time; digests remove their share of what has
-// aged past the frontier since the last move, re-writing the tail after
-// it, until they cannot make room and auto cuts. The fold is priced as if
-// the conversation kept folding, although auto folds once and then takes
-// the digests and the cut (decide.go): a model of that (the digests'
-// later moves, from the folded request) ranked the corpus's sessions
-// further from their measured bills (BENCHMARKS.md, "auto folds once").
-// The choice is frozen: flipping between the two would re-write the
-// prefix.
-func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte) bool {
+// (out, as digested, fits the limit) — or, when they would not pay before
+// the cut has to come (cutNow, windowNowOf), the cut on their bust — or
+// full mode's fold, dry-run. Each is priced over the requests expected to
+// follow (cost.go's autoCase): the re-write of what follows its first
+// edit, the summaries it must write, the reads of the requests that
+// follow, and its later moves — a fold or a cut removes as much again
+// each time; digests remove their share of what has aged past the
+// frontier since the last move, re-writing the tail after it, until they
+// cannot make room and auto cuts. The fold is priced as if the
+// conversation kept folding, although auto folds once and then takes the
+// digests and the cut (decide.go): a model of that (the digests' later
+// moves, from the folded request) ranked the corpus's sessions further
+// from their measured bills (BENCHMARKS.md, "auto folds once"). The
+// choice is frozen: flipping between the two would re-write the prefix.
+func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte, cutNow bool) bool {
 	return e.decide(ctx, rq, decisionAuto, func() int {
 		digested, err := e.countOut(rq, out)
 		if err != nil {
@@ -267,9 +270,94 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 		}
 		p := pricesOf(rq.limits)
 		fold, digest := p.autoFoldsCost(a), p.autoDigestsCost(a)
+		if cutNow {
+			// The cut, dry-run over the digests, in place of the digests:
+			// a fold of its own depth and summaries.
+			cut, cutMisses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
+				dry.summarizeCut = true
+				return e.windowDigests(ctx, rq, dry, out, b, r)
+			})
+			if ok {
+				ca := a
+				ca.folded, ca.foldKept, ca.summaries = cut.Total, kept(cut), e.summariesPrice(rq, b, cutMisses)
+				// The fold keeps more of what it replaces (summaries of
+				// the summary budget; the cut's share a thirty-second of
+				// the window): the cut only when clearly cheaper.
+				digest = p.autoFoldsCost(ca) * (1 + autoCutMargin)
+			}
+		}
 		if fold < digest {
 			return autoFolds
 		}
 		return autoDigests
 	}) == autoFolds
+}
+
+// autoCutMargin: auto cuts on its digests' bust rather than folding only
+// when the cut is priced this much below the fold. On the corpus at 32k
+// the cut was priced 3–8% below the fold where it was taken; a
+// conversation of the agent's own reasoning prices them within 0.1%
+// (autopart_test.go), where the fold keeps more.
+const autoCutMargin = 0.02
+
+// windowDigests windows out, the body rq's digests made, for dry, a
+// dry run's job of rq (dryRun).
+func (e *Engine) windowDigests(ctx context.Context, rq, dry *job, out []byte, b budgets, r *Report) ([]byte, error) {
+	dry.changes, dry.frontier = slices.Clone(rq.changes), rq.frontier
+	dry.digestBody, dry.digestPatches = rq.digestBody, rq.digestPatches
+	dry.decisions = maps.Clone(rq.decisions)
+	return e.truncateBody(ctx, dry, out, b, r)
+}
+
+// selective mode's and auto's ways for a conversation
+// (decisionWindowFirst).
+const (
+	windowLater = 1 // the digests; the window (auto: the cut) when they no longer fit
+	windowNow   = 2 // the window over the digests from the first condensation
+)
+
+// windowNowReason is what a request's reason says when the window comes
+// on the digests' first bust.
+const windowNowReason = "; digests would not pay before the window: the window now, on their bust"
+
+// windowNowOf decides, at the first condensation of a conversation in
+// selective or auto mode, whose digests (out) fit the limit, whether the
+// window — auto's cut — comes now, over the digests, rather than when
+// they no longer fit. The digests' first edit re-writes the conversation
+// from its oldest digest, near the head, and the window re-writes it
+// again when it comes. When the digests make little room — few large
+// outputs in a conversation that grows fast — the window comes within
+// the requests expected to follow, and the tokens the digests remove,
+// read until then, may not pay for their re-write: an edit that does not
+// pay (the cost model's test) is not made alone; the window rides on its
+// bust, and the second bust is saved (on sqlfluff-1763 at 32k the digests
+// re-wrote 18.7k tokens to remove 4.5k for 14 requests: BENCHMARKS.md).
+// Eager digests (selective.eager) are already forwarded when the
+// threshold is crossed: no bust of theirs to ride on. The choice is made
+// at the conversation's first condensation (first) and frozen; a
+// conversation condensed before without it (its first digests did not
+// fit, or an earlier version of the proxy) keeps its digests.
+func (e *Engine) windowNowOf(ctx context.Context, rq *job, b budgets, out []byte, first bool) bool {
+	if e.opts.SelectiveEager {
+		return false
+	}
+	return e.decide(ctx, rq, decisionWindowFirst, func() int {
+		if !first {
+			return windowLater
+		}
+		digested, err := e.countOut(rq, out)
+		if err != nil {
+			return windowLater
+		}
+		c := rq.received()
+		a := autoCase{
+			in: rq.in.Total, limit: b.limit, growth: growth(c), horizon: horizon(len(c.steps)),
+			digested: digested.Total, digestKept: sharedPrefix(summarizeForPrefix(rq.in), summarizeForPrefix(digested)),
+			tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
+		}
+		if pricesOf(rq.limits).digestsPay(a) {
+			return windowLater
+		}
+		return windowNow
+	}) == windowNow
 }

@@ -160,7 +160,9 @@ func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, 
 	idxS, hash, ok := strings.Cut(string(v), ":")
 	idx, err := strconv.Atoi(idxS)
 	c := rq.conv
-	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != c.hashMessages(idx, idx+1) {
+	// The item at the cut as received: a digest made of it later (the
+	// frontier passing it) does not move the cut.
+	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != rq.received().hashMessages(idx, idx+1) {
 		return -1
 	}
 	for g := firstStep + 1; g <= must; g++ {
@@ -179,7 +181,7 @@ func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep int) {
 	}
 	c := rq.conv
 	idx := c.steps[keep].first
-	v := strconv.Itoa(idx) + ":" + c.hashMessages(idx, idx+1)
+	v := strconv.Itoa(idx) + ":" + rq.received().hashMessages(idx, idx+1)
 	if old, ok := e.getCache(ctx, key); ok && string(old) == v {
 		return
 	}
