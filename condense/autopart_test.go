@@ -353,7 +353,7 @@ func oldOutput(n int) []map[string]any {
 // window comes on their bust in selective mode — in auto, the cut with
 // summaries on their bust or the fold, the cheaper — and the next
 // requests grow on it append-only, with no second bust. Where digests make room for long (large outputs),
-// they go alone.
+// they go alone, and so do they with selective.digests_first.
 func TestWindowOnTheDigestsBust(t *testing.T) {
 	msgs := oldOutput(60)
 	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
@@ -396,6 +396,18 @@ func TestWindowOnTheDigestsBust(t *testing.T) {
 			}
 		})
 	}
+	t.Run("digests first", func(t *testing.T) {
+		// selective.digests_first: the digests go alone.
+		e := New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(64 << 20)},
+			Options{SelectiveEnabled: true, DigestsFirst: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+		res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: at(40), Mode: ModeSelective, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Report; r.Applied != AppliedSelective {
+			t.Errorf("applied %s (%s), want the digests alone", r.Applied, r.Reason)
+		}
+	})
 	t.Run("large outputs", func(t *testing.T) {
 		sess, _ := corpus.Synthetic(1, 400_000)
 		ends := sess.TurnEnds()

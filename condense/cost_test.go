@@ -356,6 +356,39 @@ func TestAutoCosts(t *testing.T) {
 	}
 }
 
+// TestDigestsPay: the digests' first edit pays by itself when what it
+// removes, read until the cut has to come, outweighs re-writing what
+// follows it. Digests that remove a tenth of a request from near its head
+// make room for a few requests only: they do not pay. Where the room lasts
+// the horizon, or they remove half the request, they do; so do digests
+// whose first edit is far from the head (little to re-write).
+func TestDigestsPay(t *testing.T) {
+	base := autoCase{in: 100_000, limit: 96_000, growth: 1_000, horizon: 80, tail: 8_000}
+	little := base
+	little.digested, little.digestKept = 90_000, 3_000
+	if r := anthropic.digestsRunway(little); r >= 10 {
+		t.Errorf("digests removing a tenth last %.0f requests; want a few", r)
+	}
+	if anthropic.digestsPay(little) {
+		t.Error("digests removing a tenth from the head pay")
+	}
+	long := little
+	long.horizon = 5
+	if !anthropic.digestsPay(long) {
+		t.Error("digests whose room lasts the horizon do not pay")
+	}
+	half := base
+	half.digested, half.digestKept = 50_000, 3_000
+	if !anthropic.digestsPay(half) {
+		t.Error("digests removing half the request do not pay")
+	}
+	late := little
+	late.digestKept = 89_000
+	if !anthropic.digestsPay(late) {
+		t.Error("digests re-writing only the newest steps do not pay")
+	}
+}
+
 // TestFrontierMovesWhenItPaysOrMust: over the threshold, selective's
 // digest frontier stays where the conversation's first condensation put
 // it unless a move paid when it became possible (the cost model's test of

@@ -191,6 +191,11 @@ type Options struct {
 	// SelectiveEager digests old tool outputs from the first request on,
 	// in selective and auto modes, below the threshold too. Default false.
 	SelectiveEager bool
+	// DigestsFirst: a conversation's first digests go alone even when
+	// they would not pay before the window (auto: the cut) has to come
+	// (plan.go's windowNowOf). Default false: the window comes on their
+	// bust.
+	DigestsFirst bool
 	// RelevantTokens, with a Memory, puts the memory's steps most relevant
 	// to the conversation's focus beside its summaries (or its window
 	// marker), within this many tokens, made once per cut (memory.go).

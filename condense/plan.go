@@ -338,7 +338,7 @@ const windowNowReason = "; digests would not pay before the window: the window n
 // conversation condensed before without it (its first digests did not
 // fit, or an earlier version of the proxy) keeps its digests.
 func (e *Engine) windowNowOf(ctx context.Context, rq *job, b budgets, out []byte, first bool) bool {
-	if e.opts.SelectiveEager {
+	if e.opts.SelectiveEager || e.opts.DigestsFirst {
 		return false
 	}
 	return e.decide(ctx, rq, decisionWindowFirst, func() int {

@@ -204,6 +204,10 @@ type Selective struct {
 	// Eager digests old tool outputs from the first request on (selective
 	// and auto modes), below the threshold too.
 	Eager bool
+	// DigestsFirst keeps a conversation's first digests alone even when
+	// they would not pay for their re-write before the window has to come
+	// (by default the window comes on their bust).
+	DigestsFirst bool
 	// LLMDigestInputBytes bounds the tool output an LLM digest is asked
 	// about (its middle is cut); LLMDigestMaxTokens bounds the digest.
 	LLMDigestInputBytes int

@@ -307,6 +307,8 @@ var table = []Key{
 		"extractive | llm: how tool outputs are digested"),
 	boolKey("selective.eager", "eager", false, func(c *Config) *bool { return &c.Selective.Eager },
 		"digest old tool outputs from the first request on, below the threshold too (selective and auto)"),
+	boolKey("selective.digests_first", "digests-first", false, func(c *Config) *bool { return &c.Selective.DigestsFirst },
+		"at a conversation's first condensation, digests alone even when they would not pay before the window must come (keeps older steps longer, bills more)"),
 	intKey("selective.llm_digest_input_bytes", "llm-digest-input-bytes", 24000, 1000, maxBytes, func(c *Config) *int { return &c.Selective.LLMDigestInputBytes },
 		"largest tool output an LLM digest is asked about (its middle is cut)"),
 	intKey("selective.llm_digest_max_tokens", "llm-digest-max-tokens", 600, 50, 100_000, func(c *Config) *int { return &c.Selective.LLMDigestMaxTokens },

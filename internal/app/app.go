@@ -369,6 +369,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		MinSavingsTokens:    cfg.Selective.MinSavingsTokens,
 		SelectiveSummarizer: cfg.Selective.Summarizer,
 		SelectiveEager:      cfg.Selective.Eager,
+		DigestsFirst:        cfg.Selective.DigestsFirst,
 		DigestInputBytes:    cfg.Selective.LLMDigestInputBytes,
 		DigestMaxTokens:     cfg.Selective.LLMDigestMaxTokens,
 		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
