@@ -199,6 +199,14 @@ func (p prices) autoFoldsCost(a autoCase) float64 {
 	return cost
 }
 
+// moveShare is the share of what ages past the frontier that a later
+// move of the digests removes: the share this one removed of the history
+// it could digest (after its first edit, before the protected tail).
+func (a autoCase) moveShare() float64 {
+	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
+	return min(float64(a.in-a.digested)/eligible, 1)
+}
+
 // autoDigestsCost simulates digests over the requests to come: this one
 // digested; at each later move the digests remove the same share of what
 // aged past the frontier since the last move as this one removed of the
@@ -210,8 +218,7 @@ func (p prices) autoFoldsCost(a autoCase) float64 {
 // bills than this account does — later moves remove less than the first,
 // which digested the oldest, largest outputs: BENCHMARKS.md.)
 func (p prices) autoDigestsCost(a autoCase) float64 {
-	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
-	share := min(float64(a.in-a.digested)/eligible, 1)
+	share := a.moveShare()
 	fixed := float64(a.foldKept)
 	cost := (p.write - p.read) * float64(max(a.digested-a.digestKept, 0))
 	size, last := float64(a.digested), float64(a.digested)
@@ -237,8 +244,7 @@ func (p prices) autoDigestsCost(a autoCase) float64 {
 // conversation under the limit, as autoDigestsCost simulates their moves
 // (the horizon when they last it).
 func (p prices) digestsRunway(a autoCase) float64 {
-	eligible := float64(max(a.in-a.digestKept-a.tail, 1))
-	share := min(float64(a.in-a.digested)/eligible, 1)
+	share := a.moveShare()
 	size, last := float64(a.digested), float64(a.digested)
 	for t := 1.0; t < a.horizon; t++ {
 		if size += max(a.growth, 1); size > float64(a.limit) {

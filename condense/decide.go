@@ -321,8 +321,9 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		// The digests would not pay for their bust before the window
 		// (auto: the cut) has to come: it comes now, on the same bust
 		// (plan.go) — in auto, unless the fold is cheaper still.
-		windowNow := fits && !sticky && out != nil && rq.over && e.windowNowOf(ctx, rq, b, out, !condensed)
-		if mode == ModeAuto && fits && !sticky && out != nil && rq.over && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
+		choose := fits && !sticky && out != nil && rq.over // the digests fit: auto's and this choice are open
+		windowNow := choose && e.windowNowOf(ctx, rq, b, out, !condensed)
+		if mode == ModeAuto && choose && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
 			// Folds are cheaper for this conversation (plan.go): the
 			// digests are not forwarded — unless another replica's fold
 			// of it ends elsewhere already, and the conversation takes

@@ -49,10 +49,11 @@ const (
 	// conversation (autoFolds): a request whose fold would end elsewhere
 	// switches the conversation to the digests and the cut.
 	decisionAutoFoldEnd = "autofoldend"
-	// decisionWindowFirst is selective mode's way for the conversation,
-	// chosen at its first condensation: windowLater (the digests, the
-	// window when they no longer fit) or windowNow (the window over the
-	// digests, on the digests' bust: plan.go's windowNowOf).
+	// decisionWindowFirst is selective's and auto's way for the
+	// conversation, chosen at its first condensation: windowLater (the
+	// digests, the window — auto: the cut — when they no longer fit) or
+	// windowNow (the window over the digests, on their bust: plan.go's
+	// windowNowOf).
 	decisionWindowFirst = "windowfirst"
 )
 

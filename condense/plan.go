@@ -249,8 +249,8 @@ const autoSwitchReason = "; auto's fold would move: digests and the cut from her
 // choice is frozen: flipping between the two would re-write the prefix.
 func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte, cutNow bool) bool {
 	return e.decide(ctx, rq, decisionAuto, func() int {
-		digested, err := e.countOut(rq, out)
-		if err != nil {
+		a, kept, ok := e.digestsCase(rq, b, out)
+		if !ok {
 			return autoDigests
 		}
 		folded, misses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
@@ -259,15 +259,8 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 		if !ok || folded.Total > b.limit {
 			return autoDigests
 		}
-		c := rq.received()
-		in := summarizeForPrefix(rq.in)
-		kept := func(r *view.Request) int { return sharedPrefix(in, summarizeForPrefix(r)) }
-		a := autoCase{
-			in: rq.in.Total, limit: b.limit, growth: growth(c), horizon: horizon(len(c.steps)),
-			digested: digested.Total, digestKept: kept(digested), tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
-			folded: folded.Total, foldKept: kept(folded), summaries: e.summariesPrice(rq, b, misses),
-			perToken: e.summariesPrice(rq, b, 1) / float64(max(b.chunk, 1)),
-		}
+		a.folded, a.foldKept, a.summaries = folded.Total, kept(folded), e.summariesPrice(rq, b, misses)
+		a.perToken = e.summariesPrice(rq, b, 1) / float64(max(b.chunk, 1))
 		p := pricesOf(rq.limits)
 		fold, digest := p.autoFoldsCost(a), p.autoDigestsCost(a)
 		if cutNow {
@@ -291,6 +284,24 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 		}
 		return autoDigests
 	}) == autoFolds
+}
+
+// digestsCase returns the part of auto's pricing (cost.go's autoCase)
+// that rq's digests (out) and its conversation fill, and kept, the tokens
+// a condensed request keeps identical to rq before its first edit; ok is
+// false when out does not count.
+func (e *Engine) digestsCase(rq *job, b budgets, out []byte) (a autoCase, kept func(*view.Request) int, ok bool) {
+	digested, err := e.countOut(rq, out)
+	if err != nil {
+		return autoCase{}, nil, false
+	}
+	c := rq.received()
+	in := summarizeForPrefix(rq.in)
+	kept = func(r *view.Request) int { return sharedPrefix(in, summarizeForPrefix(r)) }
+	return autoCase{
+		in: rq.in.Total, limit: b.limit, growth: growth(c), horizon: horizon(len(c.steps)),
+		digested: digested.Total, digestKept: kept(digested), tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
+	}, kept, true
 }
 
 // autoCutMargin: auto cuts on its digests' bust rather than folding only
@@ -345,17 +356,7 @@ func (e *Engine) windowNowOf(ctx context.Context, rq *job, b budgets, out []byte
 		if !first {
 			return windowLater
 		}
-		digested, err := e.countOut(rq, out)
-		if err != nil {
-			return windowLater
-		}
-		c := rq.received()
-		a := autoCase{
-			in: rq.in.Total, limit: b.limit, growth: growth(c), horizon: horizon(len(c.steps)),
-			digested: digested.Total, digestKept: sharedPrefix(summarizeForPrefix(rq.in), summarizeForPrefix(digested)),
-			tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
-		}
-		if pricesOf(rq.limits).digestsPay(a) {
+		if a, _, ok := e.digestsCase(rq, b, out); !ok || pricesOf(rq.limits).digestsPay(a) {
 			return windowLater
 		}
 		return windowNow
