@@ -126,13 +126,9 @@ func TestAutoCutKeepsLongConversationsSmaller(t *testing.T) {
 		Options{SelectiveEnabled: true, MaxSummarizerCalls: 1000})
 	limit := func() (int, bool) {
 		var v []byte
-		kept.keys.Range(func(k, _ any) bool {
-			if strings.HasPrefix(k.(string), "plan:"+decisionCutLongLimit+":") {
-				v, _ = kept.Get(context.Background(), k.(string))
-				return false
-			}
-			return true
-		})
+		if k := kept.decisionKey(decisionCutLongLimit); k != "" {
+			v, _ = kept.Get(context.Background(), k)
+		}
 		n, err := strconv.Atoi(string(v))
 		return n, err == nil && v != nil
 	}
@@ -181,10 +177,11 @@ func TestAutoFoldsOnce(t *testing.T) {
 	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
 	shared := cache.NewMemory(64 << 20)
 	sum := &countingSummarizer{}
-	engine := func(window int) *Engine {
-		return New(Deps{Counter: counter, Models: limits(window), Cache: shared, Summarizer: sum},
+	engineOver := func(c Cache, window int) *Engine {
+		return New(Deps{Counter: counter, Models: limits(window), Cache: c, Summarizer: sum},
 			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000, KeepRecentTurns: 16})
 	}
+	engine := func(window int) *Engine { return engineOver(shared, window) }
 	ctx := context.Background()
 	probe, err := engine(1_000_000).Condense(ctx, Request{Codec: chatCodec, Body: at(40), Mode: ModeOff, Scope: "p"})
 	if err != nil {
@@ -194,7 +191,7 @@ func TestAutoFoldsOnce(t *testing.T) {
 	// The conversation's choice is the fold (which part auto takes is
 	// TestAutoTakesTheCheaperPart's; here the cut on the digests' bust is
 	// priced a little below it).
-	seedAutoFolds(t, shared, engine(window), at(40))
+	seedAutoFolds(t, shared, func(c Cache) *Engine { return engineOver(c, window) }, at(40))
 	var engines []*Engine
 	foreground, folds, switched := 0, 0, -1
 	var fold []Change
@@ -274,7 +271,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	window := probe.Report.TokensBefore * 100 / 85 // just over the threshold (0.8)
 	// The key auto's fold end is kept under, from a run of its own.
 	seen := &countingCache{Memory: cache.NewMemory(64 << 20)}
-	seedAutoFolds(t, seen.Memory, engine(cache.NewMemory(64<<20), window), first)
+	seedAutoFolds(t, seen.Memory, func(c Cache) *Engine { return engine(c, window) }, first)
 	r, err := engine(seen, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -282,13 +279,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	if !strings.Contains(r.Report.Reason, autoFoldsReason) {
 		t.Fatalf("the conversation does not fold (%s): the test tests nothing", r.Report.Reason)
 	}
-	key := ""
-	seen.keys.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), "plan:"+decisionAutoFoldEnd+":") {
-			key = k.(string)
-		}
-		return key == ""
-	})
+	key := seen.decisionKey(decisionAutoFoldEnd)
 	if key == "" {
 		t.Fatal("no fold end kept")
 	}
@@ -306,22 +297,16 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 
 // seedAutoFolds stores in c, as another replica would have, auto's choice
 // of the fold for the conversation of first (scope "s"): the key from a
-// run of e (which must not use c), the value autoFolds.
-func seedAutoFolds(t *testing.T, c Cache, e *Engine, first []byte) {
+// run of an engine newEngine makes over a cache of its own, the value
+// autoFolds.
+func seedAutoFolds(t *testing.T, c Cache, newEngine func(Cache) *Engine, first []byte) {
 	t.Helper()
 	ctx := context.Background()
 	seen := &countingCache{Memory: cache.NewMemory(64 << 20)}
-	e.cache = seen
-	if _, err := e.Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"}); err != nil {
+	if _, err := newEngine(seen).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	key := ""
-	seen.keys.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), "plan:"+decisionAuto+":") {
-			key = k.(string)
-		}
-		return key == ""
-	})
+	key := seen.decisionKey(decisionAuto)
 	if key == "" {
 		t.Fatal("auto's choice not kept")
 	}

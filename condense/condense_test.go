@@ -665,6 +665,19 @@ func (c *countingCache) Add(ctx context.Context, key string, v []byte, ttl time.
 	return c.Memory.Add(ctx, key, v, ttl)
 }
 
+// decisionKey returns the key a decision name of a conversation was
+// written under ("plan:<name>:…"), "" when none was.
+func (c *countingCache) decisionKey(name string) string {
+	key := ""
+	c.keys.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), "plan:"+name+":") {
+			key = k.(string)
+		}
+		return key == ""
+	})
+	return key
+}
+
 func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {
 	summaries := &countingCache{Memory: cache.NewMemory(64 << 20)}
 	originals := &countingCache{Memory: cache.NewMemory(64 << 20)}
