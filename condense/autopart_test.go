@@ -317,11 +317,14 @@ func seedAutoFolds(t *testing.T, c Cache, newEngine func(Cache) *Engine, first [
 // then steps of the agent's reasoning with small outputs. Digesting the
 // old output re-writes everything after it to make room for a few
 // requests only.
-func oldOutput(n int) []map[string]any {
+func oldOutput(n int) []map[string]any { return oldOutputSteps(n, 60) }
+
+// oldOutputSteps is oldOutput with steps of reps sentences of reasoning.
+func oldOutputSteps(n, reps int) []map[string]any {
 	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("c%d", i)
-		out, say := "ok", strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), 60)
+		out, say := "ok", strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), reps)
 		if i == 0 {
 			out, say = bigFile(12000), "Reading."
 		}
@@ -414,4 +417,47 @@ func TestWindowOnTheDigestsBust(t *testing.T) {
 			t.Errorf("applied %s (%s), want the digests alone", r.Applied, r.Reason)
 		}
 	})
+}
+
+// TestAutoCutStaysWhileItsNoteFits: auto's cut, like the window's, stays
+// while the request fits the limit with it, its summaries counted at
+// what they hold — not at their budget, which would move the cut, and
+// bust the cache, while the request still fits.
+func TestAutoCutStaysWhileItsNoteFits(t *testing.T) {
+	msgs := oldOutputSteps(400, 10) // steps smaller than the summaries' budget
+	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
+	ctx := context.Background()
+	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: at(150), Mode: ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	window := probe.Report.TokensBefore * 100 / 81
+	limit := window * 8 / 10
+	e := New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(64 << 20), Summarizer: &countingSummarizer{}},
+		Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000, SummaryMaxTokens: 100,
+			Selective: selective.Options{KeepRecentToolOutputs: 3}})
+	var prev Report
+	moves := 0
+	for n := 150; n <= 400; n++ {
+		res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: at(n), Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.Report
+		// The cut (not auto's fold, whose plan may lower its limit)
+		// moved: kept, the request would have been over the limit (a few
+		// tokens' leeway for counting the request in parts).
+		cut := prev.Applied == AppliedFull && !strings.Contains(prev.Reason, autoFoldsReason)
+		if cut && r.PrefixReused < prev.TokensAfter {
+			moves++
+			if held := prev.TokensAfter + r.TokensBefore - prev.TokensBefore; held < limit-20 {
+				t.Errorf("request of %d steps: the cut moved though the request kept on it would hold %d tokens, under the limit of %d", n, held, limit)
+			}
+			break
+		}
+		prev = r
+	}
+	if moves == 0 {
+		t.Fatal("the cut never moved: the test's premise does not hold")
+	}
 }

@@ -20,9 +20,10 @@ import (
 // chunk keeps.
 
 // cutSummary renders the summaries of steps [firstStep, keep) of rq's
-// conversation as a note, or returns nil when there is nothing to
+// conversation as a note, with the tokens of its text (what the budget
+// b.cutSummary bounds), or returns nil when there is nothing to
 // summarize.
-func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, error) {
+func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, int, error) {
 	c := rq.conv
 	grid := rq.gridTokens()
 	var chunks []chunk
@@ -38,7 +39,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		chunks = append(chunks, chunk{start, keep})
 	}
 	if len(chunks) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" && !rq.req.CountOnly {
 		// The LLM's allowance: auto_llm_share of the conversation's
@@ -59,14 +60,15 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	defer func() { rq.summaryTokens = 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if items, err = e.foldLevels(ctx, rq, items, b.cutSummary); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
 	summary := renderSummary(items, rest-from)
-	note := rq.codec.Note(summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary))
+	text := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
+	note := rq.codec.Note(text)
 	levels := map[int]int{}
 	for _, it := range items {
 		levels[it.level]++
@@ -79,7 +81,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		addDegraded(r, rq.degraded[0])
 	}
 	rq.cutSummarized = true
-	return note, nil
+	return note, e.counter.Text(rq.limits.Encoding, text), nil
 }
 
 // perCutSummaryTokens bounds one of auto's summaries.
