@@ -55,17 +55,19 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	// received request's counts) after which the request fits the target:
 	// one large step, then append-only again.
 	cutKey := rq.cutKey(len(prefix) > 0)
-	keep, held := e.storedCut(ctx, rq, cutKey, firstStep, must)
+	keep := e.storedCut(ctx, rq, cutKey, firstStep, must)
 	plan, planned := e.cutPlanOf(ctx, rq, b, prefixTok)
-	// A cut that stays keeps its note: auto's summaries of what it
-	// omits are priced at what they held when the cut was made, not
-	// at their budget (the cut stays while the request fits).
-	heldFixed := fixed
-	if held >= 0 && rq.summarizeCut && len(prefix) == 0 {
-		heldFixed = fixed - note + held
-	}
-	if keep >= 0 && heldFixed+c.stepTokens(keep, len(c.steps)) > plan.Limit {
-		keep = -1
+	held := -1 // the tokens of auto's summaries at the stored cut, when read
+	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > plan.Limit {
+		// Over the limit with the summaries' budget: auto's cut stays
+		// while the request fits with the summaries it carries, as
+		// written — the budget is their bound, not their size.
+		if rq.summarizeCut && len(prefix) == 0 {
+			held = e.storedNote(ctx, rq, cutKey, keep)
+		}
+		if held < 0 || fixed-note+held+c.stepTokens(keep, len(c.steps)) > plan.Limit {
+			keep, held = -1, -1
+		}
 	}
 	if keep < 0 {
 		// The cut jumps to about limit − stride, the depth the cost
@@ -110,9 +112,9 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 			}
 		}
 	}
+	moved := e.storeCut(ctx, rq, cutKey, keep)
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
 	if rest == from {
-		e.storeCut(ctx, rq, cutKey, keep, -1)
 		if !rq.shrunk {
 			return nil, nil
 		}
@@ -126,15 +128,16 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	if rq.summarizeCut && len(prefix) == 0 {
 		// auto: summaries of what the cut omits in place of the marker.
 		note, noteTok, err := e.cutSummary(ctx, rq, b, r, firstStep, keep)
-		if err != nil {
-			return nil, err
-		}
-		if note != nil {
-			e.storeCut(ctx, rq, cutKey, keep, noteTok)
+		if err != nil || note != nil {
+			if err != nil {
+				return nil, err
+			}
+			if moved || (held >= 0 && held != noteTok) {
+				e.storeNote(ctx, rq, cutKey, keep, noteTok)
+			}
 			return rebuild(rq, [][]byte{note}, rest)
 		}
 	}
-	e.storeCut(ctx, rq, cutKey, keep, -1)
 	// The marker names the received items it replaces (not digests made
 	// of them): its id stays while the cut does.
 	oc := rq.received()
@@ -160,56 +163,73 @@ func (rq *job) cutKey(afterSummary bool) string {
 
 // storedCut returns the step where the conversation's previous window cut
 // was, when it is still a step boundary of this request, holding the
-// same item, between firstStep and must, and the tokens its note held
-// (auto's summaries; -1 when not known); -1 otherwise.
-func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, must int) (step, note int) {
+// same item, between firstStep and must; -1 otherwise.
+func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, must int) int {
 	v, ok := e.getCache(ctx, key)
 	if !ok {
-		return -1, -1
+		return -1
 	}
-	// idx:hash, or idx:hash:note.
-	parts := strings.Split(string(v), ":")
-	if len(parts) < 2 || len(parts) > 3 {
-		return -1, -1
-	}
-	idx, err := strconv.Atoi(parts[0])
+	idxS, hash, ok := strings.Cut(string(v), ":")
+	idx, err := strconv.Atoi(idxS)
 	c := rq.conv
 	// The item at the cut as received: a digest made of it later (the
 	// frontier passing it) does not move the cut.
-	if err != nil || idx < 0 || idx >= c.len() || parts[1] != rq.received().hashMessages(idx, idx+1) {
-		return -1, -1
-	}
-	note = -1
-	if len(parts) == 3 {
-		if n, err := strconv.Atoi(parts[2]); err == nil && n >= 0 {
-			note = n
-		}
+	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != rq.received().hashMessages(idx, idx+1) {
+		return -1
 	}
 	for g := firstStep + 1; g <= must; g++ {
 		if c.steps[g].first == idx {
-			return g, note
+			return g
 		}
 	}
-	return -1, -1
+	return -1
 }
 
-// storeCut remembers the window cut at step keep and the tokens of its
-// note (-1: not known) — not for counting requests, and not when it is
-// already there.
-func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep, note int) {
+// storeCut remembers the window cut at step keep (not for counting
+// requests, and not when it is already there), and reports whether it
+// was not.
+func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep int) bool {
 	if !rq.keeps() {
-		return
+		return false
 	}
-	c := rq.conv
-	idx := c.steps[keep].first
-	v := strconv.Itoa(idx) + ":" + rq.received().hashMessages(idx, idx+1)
-	if note >= 0 {
-		v += ":" + strconv.Itoa(note)
-	}
+	v := rq.cutValue(keep)
 	if old, ok := e.getCache(ctx, key); ok && string(old) == v {
-		return
+		return false
 	}
 	e.setCache(ctx, key, []byte(v))
+	return true
+}
+
+// cutValue is what a cut at step keep is remembered by: its item's
+// index and hash as received.
+func (rq *job) cutValue(keep int) string {
+	idx := rq.conv.steps[keep].first
+	return strconv.Itoa(idx) + ":" + rq.received().hashMessages(idx, idx+1)
+}
+
+// storeNote remembers the tokens of the summaries auto's cut at step keep
+// carries, beside the cut (key is the cut's): read only when the request
+// is over the limit with the summaries' budget (storedNote).
+func (e *Engine) storeNote(ctx context.Context, rq *job, key string, keep, tokens int) {
+	if rq.keeps() {
+		e.setCache(ctx, key+":note", []byte(rq.cutValue(keep)+":"+strconv.Itoa(tokens)))
+	}
+}
+
+// storedNote returns the tokens storeNote remembered for the cut at step
+// keep, or -1 when it remembered none for that cut.
+func (e *Engine) storedNote(ctx context.Context, rq *job, key string, keep int) int {
+	v, ok := e.getCache(ctx, key+":note")
+	if !ok {
+		return -1
+	}
+	at := rq.cutValue(keep) + ":"
+	tok, ok := strings.CutPrefix(string(v), at)
+	n, err := strconv.Atoi(tok)
+	if !ok || err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // shrinkNewest digests the largest tool outputs (and pasted tool results
