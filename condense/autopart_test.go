@@ -422,23 +422,26 @@ func TestWindowOnTheDigestsBust(t *testing.T) {
 // TestAutoCutStaysWhileItsNoteFits: auto's cut, like the window's, stays
 // while the request fits the limit with it, its summaries counted at
 // what they hold — not at their budget, which would move the cut, and
-// bust the cache, while the request still fits.
+// bust the cache, while the request still fits. Its summaries (a few
+// chunks, 100 tokens each at most) hold far less than their budget, and a
+// step (~400 tokens) less than the difference: a cut moved by the budget
+// moves at least one request early.
 func TestAutoCutStaysWhileItsNoteFits(t *testing.T) {
-	msgs := oldOutputSteps(400, 10) // steps smaller than the summaries' budget
+	msgs := oldOutputSteps(200, 25)
 	at := func(n int) []byte { return body(t, msgs[:2+2*n]) }
 	ctx := context.Background()
-	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: at(150), Mode: ModeOff})
+	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: at(60), Mode: ModeOff})
 	if err != nil {
 		t.Fatal(err)
 	}
 	window := probe.Report.TokensBefore * 100 / 81
 	limit := window * 8 / 10
 	e := New(Deps{Counter: counter, Models: limits(window), Cache: cache.NewMemory(64 << 20), Summarizer: &countingSummarizer{}},
-		Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 4000, SummaryBudgetTokens: 2000, SummaryMaxTokens: 100,
+		Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, ChunkTokens: 16000, SummaryBudgetTokens: 2000, SummaryMaxTokens: 100,
 			Selective: selective.Options{KeepRecentToolOutputs: 3}})
 	var prev Report
 	moves := 0
-	for n := 150; n <= 400; n++ {
+	for n := 60; n <= 200; n++ {
 		res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: at(n), Mode: ModeAuto, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
