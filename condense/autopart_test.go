@@ -464,3 +464,39 @@ func TestAutoCutStaysWhileItsNoteFits(t *testing.T) {
 		t.Fatal("the cut never moved: the test's premise does not hold")
 	}
 }
+
+// TestAutoCutSummarizesWhenTheNewestStepsShrink: when the newest steps
+// alone are over the limit, the window digests inside them first and
+// then cuts; auto's cut keeps its summaries of what it omits there too,
+// not a bare marker.
+func TestAutoCutSummarizesWhenTheNewestStepsShrink(t *testing.T) {
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
+	for i := 0; i < 10; i++ {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": fmt.Sprintf("Reading file %d.", i), "tool_calls": []map[string]any{{"id": id, "type": "function",
+			"function": map[string]any{"name": "read_file", "arguments": fmt.Sprintf(`{"path":"f%d.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": bigFile(12000)})
+	}
+	ctx := context.Background()
+	b := body(t, msgs)
+	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(ctx, Request{Codec: chatCodec, Body: b, Mode: ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newest three steps (each a tenth of the request) are over the
+	// limit: 0.8 of a window a third of the request.
+	e := New(Deps{Counter: counter, Models: limits(probe.Report.TokensBefore / 3), Cache: cache.NewMemory(64 << 20), Summarizer: &countingSummarizer{}},
+		Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, Selective: selective.Options{KeepRecentToolOutputs: 3}})
+	res, err := e.Condense(ctx, Request{Codec: chatCodec, Body: b, Mode: ModeAuto, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, res.Body)
+	r := res.Report
+	if !strings.Contains(r.Degraded, "newest steps over budget") {
+		t.Fatalf("the newest steps were not digested (%s; %v): the test's premise does not hold", r.Reason, r.Degraded)
+	}
+	if r.Applied != AppliedFull || r.Summaries == "" || !strings.Contains(string(res.Body), "conversation-summary") {
+		t.Errorf("applied %s, summaries %q: auto's cut forwarded without its summaries (%s)", r.Applied, r.Summaries, r.Reason)
+	}
+}

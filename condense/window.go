@@ -270,9 +270,13 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	}
 	// The window is planned on the digested copy; what it forwards is
 	// written from the request as received (sub.base), in one pass.
+	// auto's cut keeps its summaries there too (summarizeCut), written
+	// on the job's counts and budget.
 	sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, stop: rq.stop, shrunk: true,
 		changes: rq.changes, degraded: rq.degraded, over: rq.over, grid: rq.gridTokens(), orig: rq.received(),
-		base: rq, patches: res.Patches}
+		base: rq, patches: res.Patches, decisions: rq.decisions, hits: rq.hits, misses: rq.misses, calls: rq.calls,
+		spent: rq.spent, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries,
+		headHash: rq.headHash}
 	if err := e.parse(sub); err != nil {
 		return nil, err
 	}
@@ -284,7 +288,9 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	if err != nil || out == nil {
 		return nil, err
 	}
-	rq.changes = sub.changes
+	rq.changes, rq.decisions, rq.degraded = sub.changes, sub.decisions, sub.degraded
+	rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
+	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
 	rq.countedOut, rq.out = sub.countedOut, sub.out
 	addDegraded(r, fmt.Sprintf("newest steps over budget; %d of their tool outputs digested", res.Digested))
 	return out, nil
