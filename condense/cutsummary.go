@@ -20,10 +20,9 @@ import (
 // chunk keeps.
 
 // cutSummary renders the summaries of steps [firstStep, keep) of rq's
-// conversation as a note, with the tokens of its text (what the budget
-// b.cutSummary bounds), or returns nil when there is nothing to
-// summarize.
-func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, int, error) {
+// conversation as a note, with its text (what the budget b.cutSummary
+// bounds), or returns nil when there is nothing to summarize.
+func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, string, error) {
 	c := rq.conv
 	grid := rq.gridTokens()
 	var chunks []chunk
@@ -39,7 +38,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		chunks = append(chunks, chunk{start, keep})
 	}
 	if len(chunks) == 0 {
-		return nil, 0, nil
+		return nil, "", nil
 	}
 	if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" && !rq.req.CountOnly {
 		// The LLM's allowance: auto_llm_share of the conversation's
@@ -60,10 +59,10 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	defer func() { rq.summaryTokens = 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)
 	if err != nil {
-		return nil, 0, err
+		return nil, "", err
 	}
 	if items, err = e.foldLevels(ctx, rq, items, b.cutSummary); err != nil {
-		return nil, 0, err
+		return nil, "", err
 	}
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
 	summary := renderSummary(items, rest-from)
@@ -81,7 +80,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		addDegraded(r, rq.degraded[0])
 	}
 	rq.cutSummarized = true
-	return note, e.counter.Text(rq.limits.Encoding, text), nil
+	return note, text, nil
 }
 
 // perCutSummaryTokens bounds one of auto's summaries.

@@ -339,16 +339,12 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		if err != nil {
 			return nil, fmt.Errorf("counting digested request: %w", err)
 		}
-		sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, changes: rq.changes, stop: rq.stop,
-			over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
-			hits: rq.hits, misses: rq.misses, calls: rq.calls, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, headHash: rq.headHash,
-			base: rq, patches: rq.digestPatches}
+		sub := rq.overDigests(vr, rq.digestPatches)
 		if err := e.parse(sub); err != nil {
 			return nil, err
 		}
 		out, err := e.truncate(ctx, sub, e.budgets(sub), r)
-		rq.changes, rq.decisions = sub.changes, sub.decisions
-		rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
+		rq.adopt(sub)
 		rq.degraded = append(rq.degraded, sub.degraded...)
 		if out != nil {
 			rq.countedOut, rq.out = sub.countedOut, sub.out
@@ -356,6 +352,26 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		return out, err
 	}
 	return e.truncate(ctx, rq, b, r)
+}
+
+// overDigests returns a job that plans rq's window over in, a digested
+// copy of rq's request (patches: its digests as edits of the items as
+// received): rq is its base, and it carries rq's conversation state and
+// what rq's summaries cost so far. rq.adopt takes them back.
+func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
+	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
+		over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
+		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
+		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, headHash: rq.headHash,
+		base: rq, patches: patches}
+}
+
+// adopt takes back from sub (rq.overDigests) the changes, decisions and
+// summaries it made.
+func (rq *job) adopt(sub *job) {
+	rq.changes, rq.decisions = sub.changes, sub.decisions
+	rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
+	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
 }
 
 // selectiveCodec is the request's codec as package selective needs it

@@ -127,13 +127,16 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	}
 	if rq.summarizeCut && len(prefix) == 0 {
 		// auto: summaries of what the cut omits in place of the marker.
-		note, noteTok, err := e.cutSummary(ctx, rq, b, r, firstStep, keep)
+		note, text, err := e.cutSummary(ctx, rq, b, r, firstStep, keep)
 		if err != nil || note != nil {
 			if err != nil {
 				return nil, err
 			}
-			if moved || (held >= 0 && held != noteTok) {
-				e.storeNote(ctx, rq, cutKey, keep, noteTok)
+			// Counted for a new cut, or when its summaries were read.
+			if moved || held >= 0 {
+				if tok := e.counter.Text(rq.limits.Encoding, text); moved || tok != held {
+					e.storeNote(ctx, rq, cutKey, keep, tok)
+				}
 			}
 			return rebuild(rq, [][]byte{note}, rest)
 		}
@@ -270,13 +273,9 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	}
 	// The window is planned on the digested copy; what it forwards is
 	// written from the request as received (sub.base), in one pass.
-	// auto's cut keeps its summaries there too (summarizeCut), written
-	// on the job's counts and budget.
-	sub := &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: vr, stop: rq.stop, shrunk: true,
-		changes: rq.changes, degraded: rq.degraded, over: rq.over, grid: rq.gridTokens(), orig: rq.received(),
-		base: rq, patches: res.Patches, decisions: rq.decisions, hits: rq.hits, misses: rq.misses, calls: rq.calls,
-		spent: rq.spent, noCalls: rq.noCalls, summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries,
-		headHash: rq.headHash}
+	// auto's cut keeps its summaries there too (summarizeCut).
+	sub := rq.overDigests(vr, res.Patches)
+	sub.shrunk, sub.degraded = true, rq.degraded
 	if err := e.parse(sub); err != nil {
 		return nil, err
 	}
@@ -288,9 +287,8 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	if err != nil || out == nil {
 		return nil, err
 	}
-	rq.changes, rq.decisions, rq.degraded = sub.changes, sub.decisions, sub.degraded
-	rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
-	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
+	rq.adopt(sub)
+	rq.degraded = sub.degraded
 	rq.countedOut, rq.out = sub.countedOut, sub.out
 	addDegraded(r, fmt.Sprintf("newest steps over budget; %d of their tool outputs digested", res.Digested))
 	return out, nil
