@@ -208,3 +208,32 @@ func TestRedisBadURL(t *testing.T) {
 		t.Fatal("want error")
 	}
 }
+
+// TestLayeredCurrentIsNotAStaleCopy: two replicas' layered caches on one
+// Redis. After one has read a key (and kept a copy in its memory), the
+// other changes it: Get may still answer the copy, Current answers what
+// Redis holds now.
+func TestLayeredCurrentIsNotAStaleCopy(t *testing.T) {
+	ctx := context.Background()
+	layered := func() *Layered {
+		r, err := NewRedis(RedisOptions{URL: redisURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return &Layered{Mem: NewMemory(1 << 20), Redis: r, MemoryTTL: time.Minute}
+	}
+	a, b := layered(), layered()
+	key := fmt.Sprintf("test:current:%d", time.Now().UnixNano())
+	a.Set(ctx, key, []byte("old"), time.Minute)
+	if v, ok := b.Get(ctx, key); !ok || string(v) != "old" {
+		t.Fatalf("b.Get = %q %v", v, ok)
+	}
+	a.Set(ctx, key, []byte("new"), time.Minute)
+	if v, ok := b.Get(ctx, key); !ok || string(v) != "old" {
+		t.Logf("b.Get = %q %v (its copy)", v, ok)
+	}
+	if v, ok := b.Current(ctx, key); !ok || string(v) != "new" {
+		t.Fatalf("b.Current = %q %v, want what Redis holds: new", v, ok)
+	}
+}

@@ -91,6 +91,21 @@ func (l *Layered) Get(ctx context.Context, key string) ([]byte, bool) {
 	return v, ok
 }
 
+// Current reads Redis, never the memory layer, for values that change in
+// place (a conversation's state, which another replica may have moved
+// since this one last read it): a copy kept in memory would be stale.
+// While Redis is down it answers from memory, as Get does.
+func (l *Layered) Current(ctx context.Context, key string) ([]byte, bool) {
+	if l.Redis.Down() {
+		return l.Mem.Get(ctx, key)
+	}
+	v, ok := l.Redis.Get(ctx, key)
+	if !ok && l.Redis.Down() { // the read itself found Redis down
+		return l.Mem.Get(ctx, key)
+	}
+	return v, ok
+}
+
 // Set writes both layers; while Redis is down, memory only, marked.
 func (l *Layered) Set(ctx context.Context, key string, value []byte, ttl time.Duration) {
 	if l.Redis.Down() {

@@ -1,14 +1,18 @@
 package condense
 
-import "github.com/condense-proxy/condense-proxy/view"
+import (
+	"context"
+
+	"github.com/condense-proxy/condense-proxy/view"
+)
 
 // minCachedPrefix is the shortest prefix providers cache.
 const minCachedPrefix = 1024
 
 // bill records fwd, the request forwarded, in the conversation's prefix
 // log and estimates its bill and the bill of the request as received.
-func (e *Engine) bill(scope string, r *Report, fwd *view.Request) {
-	cur, prev, ok := e.recordPrefix(scope, r, fwd, unscale(r.TokensBefore, r.safety), r.SummarizerSpend)
+func (e *Engine) bill(ctx context.Context, scope string, r *Report, fwd *view.Request) {
+	cur, prev, ok, store := e.recordPrefix(ctx, scope, r, fwd, unscale(r.TokensBefore, r.safety), r.SummarizerSpend)
 	r.PrefixReused = -1
 	if ok {
 		r.PrefixReused = scale(sharedPrefix(prev, cur), r.safety)
@@ -19,7 +23,8 @@ func (e *Engine) bill(scope string, r *Report, fwd *view.Request) {
 		prevReceived = min(scale(prev.received, r.safety), r.TokensBefore)
 	}
 	r.UncondensedRead, r.UncondensedWrite, r.BillUncondensed = r.estimate(cur, prev, ok, prevReceived, r.TokensBefore)
-	e.prefixes.addBilled(scope+"\x00"+r.Conversation, r.BillUncondensed)
+	cur.billed += r.BillUncondensed
+	store(cur)
 }
 
 // estimate prices a request of tokens tokens whose leading shared tokens

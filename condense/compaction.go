@@ -3,7 +3,6 @@ package condense
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -159,71 +158,36 @@ func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int
 	return res.Body, res.Digested, nil
 }
 
-// recordPrefix records fwd, the request forwarded (received: its raw
-// tokens as the agent sent it), as its conversation's latest and returns
-// the request before it (false: none known). A request of a conversation
-// never seen, from a caller whose agent just compacted itself, is
-// compared with that compaction request instead: the agent's new history
-// keeps its system prompt and tools, and its prompt cache.
-func (e *Engine) recordPrefix(scope string, r *Report, fwd *view.Request, received int, spent float64) (cur, prev prefixEntry, ok bool) {
+// recordPrefix describes fwd, the request forwarded (received: its raw
+// tokens as the agent sent it), for its conversation's prefix record and
+// returns the request before it (false: none known) and store, which
+// keeps cur — the conversation's totals carried over — as its latest. A
+// request of a conversation never seen, from a caller whose agent just
+// compacted itself, is compared with that compaction request instead: the
+// agent's new history keeps its system prompt and tools, and its prompt
+// cache.
+func (e *Engine) recordPrefix(ctx context.Context, scope string, r *Report, fwd *view.Request, received int, spent float64) (cur, prev prefixEntry, ok bool, store func(prefixEntry)) {
 	cur = summarizeForPrefix(fwd)
 	cur.at, cur.received = e.now(), received
 	cur.spent = spent
-	prev, ok = e.prefixes.record(scope+"\x00"+r.Conversation, cur)
-	if r.AgentCompaction != "" {
-		e.compacted.put(scope, cur)
-		return cur, prev, ok
-	}
-	if !ok {
-		prev, ok = e.compacted.take(scope)
-	}
-	return cur, prev, ok
-}
-
-// compactions remembers, per caller, the last agent compaction request
-// forwarded, until the caller's next request of a new conversation takes
-// it. Bounded: past max callers, the oldest entries are dropped. Safe for
-// concurrent use.
-type compactions struct {
-	mu    sync.Mutex
-	max   int
-	order []string // scopes, oldest first (may hold stale names)
-	by    map[string]prefixEntry
-}
-
-func newCompactions(max int) *compactions {
-	return &compactions{max: max, by: map[string]prefixEntry{}}
-}
-
-func (c *compactions) put(scope string, e prefixEntry) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.by[scope]; !ok {
-		c.order = append(c.order, scope)
-	}
-	c.by[scope] = e
-	for len(c.by) > c.max && len(c.order) > 0 {
-		delete(c.by, c.order[0])
-		c.order = c.order[1:]
-	}
-	if len(c.order) > 2*c.max {
-		// Compact the order of names already taken.
-		kept := c.order[:0]
-		for _, s := range c.order {
-			if _, ok := c.by[s]; ok {
-				kept = append(kept, s)
-			}
-		}
-		c.order = kept
-	}
-}
-
-func (c *compactions) take(scope string) (prefixEntry, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.by[scope]
+	key := scope + "\x00" + r.Conversation
+	prev, ok = e.prefixOf(ctx, key)
 	if ok {
-		delete(c.by, scope)
+		cur.billed, cur.spent = prev.billed, prev.spent+spent
 	}
-	return e, ok
+	store = func(c prefixEntry) {
+		e.putPrefix(ctx, key, c)
+		if r.AgentCompaction != "" {
+			e.putPrefix(ctx, compactionKey(scope), c)
+		}
+	}
+	if !ok && r.AgentCompaction == "" {
+		prev, ok = e.takePrefix(ctx, compactionKey(scope))
+	}
+	return cur, prev, ok, store
 }
+
+// compactionKey names the caller's last agent compaction request
+// forwarded, kept until the caller's next request of a new conversation
+// takes it.
+func compactionKey(scope string) string { return scope + "\x00compaction" }

@@ -43,7 +43,10 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" && !rq.req.CountOnly {
 		// The LLM's allowance: auto_llm_share of the conversation's
 		// uncondensed bill so far, less what it spent already.
-		billed, spent := e.prefixes.totals(rq.req.Scope + "\x00" + r.Conversation)
+		var billed, spent float64
+		if p, ok := e.prefixOf(ctx, rq.req.Scope+"\x00"+r.Conversation); ok {
+			billed, spent = p.billed, p.spent
+		}
 		allowance := e.opts.AutoLLMShare*billed - spent
 		perToken := 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(b.chunk)
 		cost := 0.0

@@ -20,7 +20,7 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	}
 	res, fwd, _, err := e.run(ctx, req)
 	if fwd != nil && !req.CountOnly {
-		e.bill(req.Scope, &res.Report, fwd)
+		e.bill(ctx, req.Scope, &res.Report, fwd)
 	}
 	res.Report.Duration = e.now().Sub(start)
 	return res, err
@@ -99,7 +99,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	if rq.eager && !eager {
 		r.Reason = "under threshold"
 		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && mode == ModeFull {
-			e.prepare(rq, e.inPlaceOf(rq, rq.in, 0, 0))
+			e.prepare(rq, e.inPlaceOf(ctx, rq, rq.in, 0, 0))
 		}
 		return res, fwd, in, nil
 	}
@@ -118,7 +118,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		observe(mode, "invalid", 0)
 		return res, fwd, in, nil
 	}
-	rq.inplace = e.inPlaceOf(rq, rq.in, 0, 0)
+	rq.inplace = e.inPlaceOf(ctx, rq, rq.in, 0, 0)
 	if mode == ModeSelective && !e.opts.SelectiveEnabled {
 		addDegraded(r, "selective condensing is disabled (selective.enabled=false); full condensing used")
 		mode = ModeFull

@@ -395,9 +395,8 @@ type Engine struct {
 	now        func() time.Time
 	originals  Cache
 	written    *recentSet // originals written lately, not written again
-	prefixes   *prefixLog // each conversation's last forwarded request
-	compacted  *compactions
-	memory     Memory // nil: nothing remembered (memory.go)
+	prefixes   *prefixLog // each conversation's last forwarded request, without a cache (prefix.go)
+	memory     Memory     // nil: nothing remembered (memory.go)
 
 	flight       flight
 	downUntil    sync.Map // backoffKey -> unix nanos: summarizer suspended until then
@@ -472,7 +471,6 @@ func New(d Deps, opts Options) *Engine {
 	}
 	e.written = newRecentSet(opts.OriginalsTTL/4, 100000)
 	e.prefixes = newPrefixLog(20000)
-	e.compacted = newCompactions(10000)
 	return e
 }
 
@@ -597,7 +595,7 @@ func (rq *job) received() *conversation {
 
 // windowed reports whether the conversation has a remembered window cut.
 func (e *Engine) windowed(ctx context.Context, rq *job) bool {
-	_, ok := e.getCache(ctx, rq.cutKey(false))
+	_, ok := e.getState(ctx, rq.cutKey(false))
 	return ok
 }
 

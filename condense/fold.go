@@ -85,7 +85,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	}
 	// Forwarded as it is, the request is where the next summaries may be
 	// asked in place: the items from rest on follow the summary verbatim.
-	base := func() *inPlace { return e.inPlaceOf(rq, rc, rest, c.head+1-rest) }
+	base := func() *inPlace { return e.inPlaceOf(ctx, rq, rc, rest, c.head+1-rest) }
 	if rc.Total > b.limit {
 		base = func() *inPlace { return nil }
 		// The recent steps alone are over budget: keep the summary and

@@ -2,6 +2,7 @@ package condense
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -49,7 +50,7 @@ type inPlace struct {
 // inPlaceOf returns where rq, about to be forwarded as fwd, may ask its
 // summaries in place; nil when it may not. It reads the prefix log now,
 // before this request is recorded in it.
-func (e *Engine) inPlaceOf(rq *job, fwd *view.Request, first, shift int) *inPlace {
+func (e *Engine) inPlaceOf(ctx context.Context, rq *job, fwd *view.Request, first, shift int) *inPlace {
 	if _, ok := rq.codec.(view.Asker); !ok || fwd == nil {
 		return nil
 	}
@@ -60,7 +61,7 @@ func (e *Engine) inPlaceOf(rq *job, fwd *view.Request, first, shift int) *inPlac
 		return nil
 	}
 	ip := &inPlace{fwd: fwd, first: first, shift: shift}
-	ip.prev, ip.known = e.prefixes.latest(rq.req.Scope + "\x00" + conversationID(rq.in))
+	ip.prev, ip.known = e.prefixOf(ctx, rq.req.Scope+"\x00"+conversationID(rq.in))
 	return ip
 }
 

@@ -34,10 +34,15 @@ func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Tim
 	r.Applied, r.TokensAfter = AppliedObserve, r.TokensBefore
 	r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
 	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
-	e.bill(req.Scope, r, in)
+	e.bill(ctx, req.Scope, r, in)
 	cur := summarizeForPrefix(wfwd)
 	cur.at, cur.received = e.now(), unscale(r.TokensBefore, r.safety)
-	prev, ok := e.prefixes.record(req.Scope+"\x00observe\x00"+r.Conversation, cur)
+	key := req.Scope + "\x00observe\x00" + r.Conversation
+	prev, ok := e.prefixOf(ctx, key)
+	if ok {
+		cur.billed, cur.spent = prev.billed, prev.spent
+	}
+	e.putPrefix(ctx, key, cur)
 	shared := -1
 	if ok {
 		shared = scale(sharedPrefix(prev, cur), r.safety)

@@ -2,6 +2,11 @@ package condense
 
 import (
 	"container/list"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -83,29 +88,23 @@ func summarizeForPrefix(r *view.Request) prefixEntry {
 	return e
 }
 
-// record keeps cur as the latest request of key and returns the one it
-// replaces (false: none known).
-func (p *prefixLog) record(key string, cur prefixEntry) (prefixEntry, bool) {
+// put keeps cur as the latest request of key.
+func (p *prefixLog) put(key string, cur prefixEntry) {
 	cur.key = key
 	sh := &p.shards[xxhash.Sum64String(key)%prefixShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	el, ok := sh.byKey[key]
-	if !ok {
-		sh.byKey[key] = sh.ll.PushFront(&cur)
-		if sh.ll.Len() > sh.max {
-			old := sh.ll.Back()
-			sh.ll.Remove(old)
-			delete(sh.byKey, old.Value.(*prefixEntry).key)
-		}
-		return prefixEntry{}, false
+	if el, ok := sh.byKey[key]; ok {
+		el.Value = &cur
+		sh.ll.MoveToFront(el)
+		return
 	}
-	prev := el.Value.(*prefixEntry)
-	cur.billed += prev.billed
-	cur.spent += prev.spent
-	el.Value = &cur
-	sh.ll.MoveToFront(el)
-	return *prev, true
+	sh.byKey[key] = sh.ll.PushFront(&cur)
+	if sh.ll.Len() > sh.max {
+		old := sh.ll.Back()
+		sh.ll.Remove(old)
+		delete(sh.byKey, old.Value.(*prefixEntry).key)
+	}
 }
 
 // latest returns the conversation's request forwarded last (false: none
@@ -120,28 +119,163 @@ func (p *prefixLog) latest(key string) (prefixEntry, bool) {
 	return prefixEntry{}, false
 }
 
-// totals returns the conversation's uncondensed bill and summarizer
-// spending so far (0, 0: none known).
-func (p *prefixLog) totals(key string) (billed, spent float64) {
+// take returns key's entry and forgets it (false: none known).
+func (p *prefixLog) take(key string) (prefixEntry, bool) {
 	sh := &p.shards[xxhash.Sum64String(key)%prefixShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if el, ok := sh.byKey[key]; ok {
-		e := el.Value.(*prefixEntry)
-		return e.billed, e.spent
+	el, ok := sh.byKey[key]
+	if !ok {
+		return prefixEntry{}, false
 	}
-	return 0, 0
+	sh.ll.Remove(el)
+	delete(sh.byKey, key)
+	return *el.Value.(*prefixEntry), true
 }
 
-// addBilled adds a request's uncondensed bill to the conversation's
-// latest entry.
-func (p *prefixLog) addBilled(key string, bill float64) {
-	sh := &p.shards[xxhash.Sum64String(key)%prefixShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if el, ok := sh.byKey[key]; ok {
-		el.Value.(*prefixEntry).billed += bill
+// The prefix records are the conversation's state: with a cache, they
+// live in it — every replica, and a restarted one, reads the record the
+// last request of the conversation left, whichever replica forwarded it
+// (read with Currenter, never from a copy this process kept) — and in
+// the process's own bounded log without one.
+
+// prefixKey names a conversation's prefix record in the cache.
+func prefixKey(key string) string { return "prefix:" + key }
+
+// prefixOf returns the record of key (false: none known).
+func (e *Engine) prefixOf(ctx context.Context, key string) (prefixEntry, bool) {
+	if e.cache == nil {
+		return e.prefixes.latest(key)
 	}
+	v, ok := e.getState(ctx, prefixKey(key))
+	if !ok || len(v) == 0 {
+		return prefixEntry{}, false
+	}
+	p, err := decodePrefix(v)
+	if err != nil {
+		e.log.Warn("a conversation's prefix record could not be read; taken as unknown", "err", err)
+		return prefixEntry{}, false
+	}
+	return p, true
+}
+
+// putPrefix makes cur the record of key.
+func (e *Engine) putPrefix(ctx context.Context, key string, cur prefixEntry) {
+	if e.cache == nil {
+		e.prefixes.put(key, cur)
+		return
+	}
+	e.cache.Set(context.WithoutCancel(ctx), prefixKey(key), encodePrefix(cur), e.prefixTTL())
+}
+
+// takePrefix returns the record of key and forgets it (false: none).
+func (e *Engine) takePrefix(ctx context.Context, key string) (prefixEntry, bool) {
+	if e.cache == nil {
+		return e.prefixes.take(key)
+	}
+	p, ok := e.prefixOf(ctx, key)
+	if ok {
+		e.cache.Set(context.WithoutCancel(ctx), prefixKey(key), nil, time.Minute) // taken
+	}
+	return p, ok
+}
+
+// prefixTTL is how long a conversation's prefix record is kept: as long
+// as what condensing made of it.
+func (e *Engine) prefixTTL() time.Duration { return e.opts.OriginalsTTL }
+
+// prefixVersion opens an encoded record; a record of another version is
+// taken as unknown (one request of a conversation priced as its first).
+const prefixVersion = 1
+
+// encodePrefix writes p as bytes: the version, then varints.
+func encodePrefix(p prefixEntry) []byte {
+	b := make([]byte, 0, 64+len(p.items)*14)
+	b = binary.AppendUvarint(b, prefixVersion)
+	b = binary.LittleEndian.AppendUint64(b, p.outside)
+	b = binary.AppendVarint(b, int64(p.overhead))
+	b = binary.AppendVarint(b, p.at.UnixNano())
+	b = binary.AppendVarint(b, int64(p.received))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.billed))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.spent))
+	b = binary.AppendUvarint(b, uint64(len(p.items)))
+	for _, it := range p.items {
+		b = binary.LittleEndian.AppendUint64(b, it.hash)
+		b = binary.AppendVarint(b, int64(it.tokens))
+	}
+	return b
+}
+
+var errPrefixRecord = errors.New("malformed prefix record")
+
+// decodePrefix reads what encodePrefix wrote.
+func decodePrefix(b []byte) (prefixEntry, error) {
+	var p prefixEntry
+	r := prefixReader{b: b}
+	if v := r.uvarint(); v != prefixVersion {
+		return p, fmt.Errorf("%w: version %d", errPrefixRecord, v)
+	}
+	p.outside = r.u64()
+	p.overhead = int(r.varint())
+	p.at = time.Unix(0, r.varint())
+	p.received = int(r.varint())
+	p.billed = math.Float64frombits(r.u64())
+	p.spent = math.Float64frombits(r.u64())
+	n := r.uvarint()
+	if r.err == nil && n > uint64(len(r.b)) { // each item takes 9 bytes at least
+		r.err = errPrefixRecord
+	}
+	if r.err == nil {
+		p.items = make([]itemSum, n)
+		for i := range p.items {
+			p.items[i] = itemSum{hash: r.u64(), tokens: int(r.varint())}
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d bytes left over", errPrefixRecord, len(r.b))
+	}
+	return p, r.err
+}
+
+type prefixReader struct {
+	b   []byte
+	err error
+}
+
+func (r *prefixReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errPrefixRecord
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *prefixReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errPrefixRecord
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *prefixReader) u64() uint64 {
+	if r.err != nil || len(r.b) < 8 {
+		r.err = errPrefixRecord
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b)
+	r.b = r.b[8:]
+	return v
 }
 
 // sharedPrefix is how many leading tokens cur shares with prev: the parts

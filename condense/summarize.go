@@ -389,6 +389,23 @@ func (e *Engine) getCache(ctx context.Context, key string) ([]byte, bool) {
 	return e.cache.Get(ctx, key)
 }
 
+// Currenter is an optional capability of the cache: the value the shared
+// store holds now, never a copy this process kept (cache.Layered's memory
+// layer). A conversation's state that changes in place — its window cut —
+// is read so; values that never change once written (summaries, frozen
+// decisions) may come from a copy.
+type Currenter interface {
+	Current(ctx context.Context, key string) ([]byte, bool)
+}
+
+// getState reads a value that changes in place (Currenter).
+func (e *Engine) getState(ctx context.Context, key string) ([]byte, bool) {
+	if c, ok := e.cache.(Currenter); ok {
+		return c.Current(ctx, key)
+	}
+	return e.getCache(ctx, key)
+}
+
 func (e *Engine) setCache(ctx context.Context, key string, v []byte) {
 	if e.cache != nil {
 		e.cache.Set(context.WithoutCancel(ctx), key, v, e.opts.OriginalsTTL)

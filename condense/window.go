@@ -168,7 +168,7 @@ func (rq *job) cutKey(afterSummary bool) string {
 // was, when it is still a step boundary of this request, holding the
 // same item, between firstStep and must; -1 otherwise.
 func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, must int) int {
-	v, ok := e.getCache(ctx, key)
+	v, ok := e.getState(ctx, key)
 	if !ok {
 		return -1
 	}
@@ -196,7 +196,7 @@ func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep int) bo
 		return false
 	}
 	v := rq.cutValue(keep)
-	if old, ok := e.getCache(ctx, key); ok && string(old) == v {
+	if old, ok := e.getState(ctx, key); ok && string(old) == v {
 		return false
 	}
 	e.setCache(ctx, key, []byte(v))
@@ -222,7 +222,7 @@ func (e *Engine) storeNote(ctx context.Context, rq *job, key string, keep, token
 // storedNote returns the tokens storeNote remembered for the cut at step
 // keep, or -1 when it remembered none for that cut.
 func (e *Engine) storedNote(ctx context.Context, rq *job, key string, keep int) int {
-	v, ok := e.getCache(ctx, key+":note")
+	v, ok := e.getState(ctx, key+":note")
 	if !ok {
 		return -1
 	}
