@@ -80,20 +80,45 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 		observe(mode, "failed", 0)
 		return in, nil
 	}
+	// Digests alone may not bring it within the window: the oldest steps
+	// are then cut, with an extractive stand-in of what they held (the
+	// task, decisions, error lines, paths, recall ids) — never a request
+	// the upstream must refuse.
+	afterTokens := r.TokensBefore
+	if out != nil {
+		after, err := e.countOut(rq, out)
+		if err != nil {
+			r.Reason += "; digested body did not re-count; forwarded unchanged"
+			addDegraded(r, what+" over the context window; forwarded unchanged")
+			observe(mode, "failed", 0)
+			return in, nil
+		}
+		afterTokens = scale(after.Total, rq.limits.SafetyFactor)
+	}
+	cut := false
+	if afterTokens > r.Window {
+		c, err := e.compactionCut(ctx, rq, out, r)
+		if err != nil && ctx.Err() != nil {
+			return in, ctx.Err()
+		}
+		if err == nil && c != nil {
+			out, cut = c, true
+		}
+	}
 	if out == nil {
-		r.Reason += "; no tool output to digest; forwarded unchanged"
-		addDegraded(r, what+" over the context window and nothing to digest; forwarded unchanged")
+		r.Reason += "; no tool output to digest and no step to cut; forwarded unchanged"
+		addDegraded(r, what+" over the context window and nothing to digest or cut; forwarded unchanged")
 		observe(mode, "unchanged", 0)
 		return in, nil
 	}
 	after, err := e.countOut(rq, out)
 	if err != nil {
-		r.Reason += "; digested body did not re-count; forwarded unchanged"
+		r.Reason += "; condensed body did not re-count; forwarded unchanged"
 		addDegraded(r, what+" over the context window; forwarded unchanged")
 		observe(mode, "failed", 0)
 		return in, nil
 	}
-	afterTokens := scale(after.Total, rq.limits.SafetyFactor)
+	afterTokens = scale(after.Total, rq.limits.SafetyFactor)
 	if afterTokens >= r.TokensBefore {
 		r.Reason += "; digests did not shrink the request; forwarded unchanged"
 		addDegraded(r, what+" over the context window; forwarded unchanged")
@@ -112,12 +137,19 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 		out, headers = body, hs
 	}
 	why := fmt.Sprintf("%s over the context window: %d tool outputs digested, no summaries", what, n)
+	r.Applied = AppliedSelective
+	if cut {
+		why = fmt.Sprintf("%s over the context window: %d tool outputs digested and the oldest steps cut, an extractive stand-in in their place", what, n)
+		r.Applied = AppliedFull
+	}
 	if afterTokens > r.Window {
 		why += "; still over the window"
 	}
 	addDegraded(r, why)
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", n)
-	r.Applied = AppliedSelective
+	if cut {
+		r.Reason += "; the oldest steps cut"
+	}
 	r.TokensAfter = afterTokens
 	r.Changes = rq.changes
 	if after.Parsed || rq.codec.Parse(after) == nil {
@@ -126,6 +158,20 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 	res.Body, res.Headers = out, headers
 	observe(mode, "condensed", r.TokensBefore-r.TokensAfter)
 	return after, nil
+}
+
+// compactionCut cuts the oldest steps of an agent compaction request
+// that its digests (body, nil: none made) left over the window, as auto's
+// cut does — the conversation's cut where it has one, the threshold as
+// the limit — with extractive summaries of what it omits in its place: a
+// summary the summarizer wrote of what the agent is about to summarize
+// would cost a call for the same words. Nil when there is nothing to cut.
+func (e *Engine) compactionCut(ctx context.Context, rq *job, body []byte, r *Report) ([]byte, error) {
+	rq.over, rq.summarizeCut, rq.extractiveSummaries = true, true, true
+	if body == nil {
+		body = rq.in.Body
+	}
+	return e.truncateBody(ctx, rq, body, e.budgets(rq), r)
 }
 
 // digestAll digests the request's tool outputs, oldest first, until it is
