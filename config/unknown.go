@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Keys the config does not know: a YAML key is refused (a typo would
@@ -189,4 +192,29 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// FlagError adds to a flag set's parse error, when it names a flag fs
+// does not have (--treshold, or -threshold read as shorthands), the
+// nearest flag fs has: "unknown flag: --treshold (did you mean
+// --threshold?)". Other errors are returned as they are.
+func FlagError(fs *pflag.FlagSet, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return err
+	}
+	name := ne.GetSpecifiedName()
+	if sh := ne.GetSpecifiedShortnames(); len(sh) > 1 {
+		name = sh // -threshold: one dash too few
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if c, ok := nearest(strings.ToLower(name), names); ok {
+		return fmt.Errorf("%w (did you mean --%s?)", err, c)
+	}
+	return fmt.Errorf("%w (see --help for the flags)", err)
 }
