@@ -16,8 +16,9 @@ import (
 // programs' variables too).
 
 // otherEnv are CONDENSE_* variables of the project that are not config
-// keys: the test suite's (README's Tests section).
-var otherEnv = []string{"CONDENSE_CONFIG", "CONDENSE_SOAK", "CONDENSE_AGENTS_DIR", "CONDENSE_AGENTS_DUMP", "CONDENSE_CLAUDE_BIN", "CONDENSE_CODEX_BIN"}
+// keys: the test suite's (README's Tests section) and docker-compose.yml's
+// (CONDENSE_BIND).
+var otherEnv = []string{"CONDENSE_CONFIG", "CONDENSE_BIND", "CONDENSE_SOAK", "CONDENSE_AGENTS_DIR", "CONDENSE_AGENTS_DUMP", "CONDENSE_CLAUDE_BIN", "CONDENSE_CODEX_BIN"}
 
 // modelFields are the keys of a models[] entry, from ModelConfig's tags.
 var modelFields = func() []string {
