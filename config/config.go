@@ -375,7 +375,9 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 		if err := yaml.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("reading config file %s: %w", file, err)
 		}
-		errs = append(errs, unknownKeys(m)...)
+		for _, err := range unknownKeys(m) {
+			errs = append(errs, fmt.Errorf("%w (in file %s)", err, file))
+		}
 		if err := v.MergeConfigMap(m); err != nil {
 			return nil, fmt.Errorf("reading config file %s: %w", file, err)
 		}

@@ -247,6 +247,12 @@ func TestErrorsNameTheirSource(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "scope_headers[0]") || !strings.Contains(err.Error(), "(from file "+file+")") {
 		t.Errorf("file value: %v", err)
 	}
+	// An unknown key of the file names the file too.
+	file = writeFile(t, "upstream: http://u:1\ncondense:\n  treshold: 0.6\n")
+	_, err = Load(flags(t, "--config", file), nil)
+	if err == nil || !strings.Contains(err.Error(), "condense.treshold: unknown key (did you mean condense.threshold?) (in file "+file+")") {
+		t.Errorf("unknown key: %v", err)
+	}
 	// The environment beats the file: an error names the variable.
 	file = writeFile(t, "upstream: http://u:1\nmax_body_bytes: 5\n")
 	_, err = Load(flags(t, "--config", file), []string{"CONDENSE_MAX_BODY_BYTES=-1"})
