@@ -284,8 +284,8 @@ func TestUpstreamRequired(t *testing.T) {
 			t.Errorf("%s: upstream %q, %v", src, c.Upstream, err)
 		}
 	}
-	if k, _ := Lookup("upstream"); k.DefaultText() != "required" {
-		t.Errorf("upstream's default text %q", k.DefaultText())
+	if k, _ := Lookup("upstream"); !k.Required || k.DefaultText() != "required" {
+		t.Errorf("upstream: required %v, default text %q", k.Required, k.DefaultText())
 	}
 }
 

@@ -74,6 +74,9 @@ type Key struct {
 	// Min and Max bound a number, inclusive (a duration in nanoseconds);
 	// unused for other kinds. Every number must also be finite.
 	Min, Max float64
+	// Required: the key has no default (Default is its zero value) and a
+	// configuration without it is refused.
+	Required bool
 
 	// field points at the key's field in c.
 	field func(c *Config) any
@@ -91,7 +94,7 @@ func (k Key) List() bool { return k.Kind == KindList }
 func (k Key) DefaultText() string {
 	switch v := k.Default.(type) {
 	case string:
-		if v == "" && k.Name == "upstream" {
+		if k.Required {
 			return "required"
 		}
 		if v == "" {
@@ -198,6 +201,12 @@ func listKey(name, flag string, def []string, field func(*Config) *[]string, usa
 	return Key{Name: name, Flag: flag, Usage: usage, Kind: KindList, Default: def, field: func(c *Config) any { return field(c) }}
 }
 
+// required marks k required.
+func required(k Key) Key {
+	k.Required = true
+	return k
+}
+
 // Modes are the condensing modes condense.mode accepts. The wiring's test
 // checks they are the engine's (condense.Modes).
 var Modes = []string{"auto", "full", "selective", "truncate", "off", "observe"}
@@ -212,8 +221,8 @@ var CredentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Lit
 var table = []Key{
 	strKey("listen", "listen", "127.0.0.1:8080", func(c *Config) *string { return &c.Listen },
 		"address to listen on (loopback only by default; 0.0.0.0:8080 or :8080: every interface)"),
-	strKey("upstream", "upstream", "", func(c *Config) *string { return &c.Upstream },
-		"upstream base URL (LiteLLM, a provider), required; the request path is appended"),
+	required(strKey("upstream", "upstream", "", func(c *Config) *string { return &c.Upstream },
+		"upstream base URL (LiteLLM, a provider), required; the request path is appended")),
 	strKey("redis_url", "redis", "", func(c *Config) *string { return &c.RedisURL },
 		"Redis URL (redis://host:port/db); empty: in-memory cache"),
 	strKey("redis_cluster_url", "redis-cluster", "", func(c *Config) *string { return &c.RedisClusterURL },
