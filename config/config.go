@@ -40,7 +40,8 @@ type Config struct {
 	// Listen is the address the HTTP server binds.
 	Listen string
 	// Upstream is the base URL requests are forwarded to; the request path
-	// is appended to it.
+	// is appended to it. Required: there is no default (a caller's key
+	// must not go to a provider the operator did not name).
 	Upstream string
 	// RedisURL selects the Redis cache ("redis://host:port/db"). Empty: the
 	// in-memory cache only.
@@ -130,10 +131,11 @@ type Condense struct {
 	// request is condensed, in (0,1].
 	Threshold float64
 	// Target is the fraction of the window condensing aims for; below
-	// Threshold.
+	// Threshold. Unset while Threshold is set: 0.5, or 5/8 of Threshold
+	// when that is lower.
 	Target float64
-	// PrepareThreshold starts background summarization ahead of time; 0
-	// means Threshold-0.1.
+	// PrepareThreshold starts background summarization ahead of time, at
+	// most Threshold; 0 (the default) means each model's threshold - 0.1.
 	PrepareThreshold float64
 	// KeepRecentTurns is the minimum number of recent steps kept verbatim.
 	KeepRecentTurns int
@@ -344,6 +346,9 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 	}
 	v.SetDefault("models", []any{})
 	env := envMap(environ)
+	// from says where each key's value comes from, for errors and for
+	// the defaults that follow other keys; a later source overwrites.
+	from := sources{}
 	for _, k := range table {
 		if val, ok := env[k.Env()]; ok {
 			if k.List() {
@@ -370,9 +375,21 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 		if err := yaml.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("reading config file %s: %w", file, err)
 		}
-		errs = append(errs, unknownKeys(m)...)
+		for _, err := range unknownKeys(m) {
+			errs = append(errs, fmt.Errorf("%w (in file %s)", err, file))
+		}
 		if err := v.MergeConfigMap(m); err != nil {
 			return nil, fmt.Errorf("reading config file %s: %w", file, err)
+		}
+		for _, name := range fileKeys(m) {
+			from[name] = "file " + file
+		}
+	}
+	// The environment beats the file: its sources are noted after the
+	// file's.
+	for _, k := range table {
+		if _, ok := env[k.Env()]; ok {
+			from[k.Name] = "environment variable " + k.Env()
 		}
 	}
 	// viper ranks Set values over the file, so the environment (applied
@@ -388,6 +405,7 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 			} else {
 				v.Set(k.Name, fl.Value.String())
 			}
+			from[k.Name] = "flag --" + k.Flag
 		}
 	}
 
@@ -398,16 +416,17 @@ func Load(fs *pflag.FlagSet, environ []string) (*Config, error) {
 	failed := map[string]bool{}
 	for _, k := range table {
 		if raw := v.Get(k.Name); decode(raw, k.field(&c)) != nil {
-			errs = append(errs, fmt.Errorf("%s: cannot read %v as %s", k.Name, quoted(raw), k.Kind.describe()))
+			errs = append(errs, fmt.Errorf("%s: cannot read %v as %s%s", k.Name, quoted(raw), k.Kind.describe(), from.of(k.Name)))
 			k.set(&c, k.Default)
 			failed[k.Name] = true
 		}
 	}
 	if err := decode(v.Get("models"), &c.Models); err != nil {
-		errs = append(errs, fmt.Errorf("models: %w", err))
+		errs = append(errs, fmt.Errorf("models: %w%s", err, from.of("models")))
 		c.Models = nil
 	}
-	errs = append(errs, c.problems(failed)...)
+	c.follow(from)
+	errs = append(errs, c.problems(failed, from)...)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
 	}
@@ -478,15 +497,16 @@ func envMap(environ []string) map[string]string {
 // and the values of strings, lists and model entries. A key is named once,
 // by its first problem.
 func (c *Config) Validate() error {
-	if errs := c.problems(nil); len(errs) > 0 {
+	if errs := c.problems(nil, nil); len(errs) > 0 {
 		return fmt.Errorf("invalid configuration:\n%w", errors.Join(errs...))
 	}
 	return nil
 }
 
 // problems lists every invalid setting, but for the keys in skip
-// (reported already).
-func (c *Config) problems(skip map[string]bool) []error {
+// (reported already); each error names where its value came from
+// (from, when not nil).
+func (c *Config) problems(skip map[string]bool, from sources) []error {
 	var errs []error
 	reported := maps.Clone(skip)
 	if reported == nil {
@@ -497,7 +517,18 @@ func (c *Config) problems(skip map[string]bool) []error {
 			return
 		}
 		reported[key] = true
-		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+		errs = append(errs, fmt.Errorf("%s: %s%s", key, fmt.Sprintf(format, a...), from.of(key)))
+	}
+	// val writes another key's value for a rule between keys, with its
+	// source: "condense.threshold=0.6 (from flag --threshold)".
+	val := func(key string, v any) string {
+		if s := from.of(key); s != "" {
+			return fmt.Sprintf("%s=%v%s", key, v, s)
+		}
+		if from != nil {
+			return fmt.Sprintf("%s=%v (its default)", key, v)
+		}
+		return fmt.Sprintf("%s=%v", key, v)
 	}
 	for _, k := range table {
 		if reported[k.Name] {
@@ -505,14 +536,18 @@ func (c *Config) problems(skip map[string]bool) []error {
 		}
 		if err := k.checkRange(k.get(c)); err != nil {
 			reported[k.Name] = true
-			errs = append(errs, err)
+			errs = append(errs, fmt.Errorf("%w%s", err, from.of(k.Name)))
 		}
 	}
 
 	if c.Listen == "" {
 		bad("listen", "must not be empty")
 	}
-	if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if c.Upstream == "" {
+		bad("upstream", "not set: the proxy forwards every request, with its caller's key, to this base URL and has none of "+
+			"its own (LiteLLM: http://localhost:4000; OpenAI: https://api.openai.com); set it with --upstream, "+
+			"the environment variable %s or upstream: in the config file", EnvName("upstream"))
+	} else if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upstream", "%q is not an http(s) URL with a host", c.Upstream)
 	}
 	if c.RedisURL != "" {
@@ -555,10 +590,11 @@ func (c *Config) problems(skip map[string]bool) []error {
 		bad("condense.mode", "%q is not one of %s", cd.Mode, strings.Join(Modes, ", "))
 	}
 	if !(cd.Target < cd.Threshold) && !reported["condense.threshold"] {
-		bad("condense.target", "must be below condense.threshold=%g, got %g", cd.Threshold, cd.Target)
+		bad("condense.target", "must be below %s, got %g", val("condense.threshold", cd.Threshold), cd.Target)
 	}
 	if !(cd.PrepareThreshold <= cd.Threshold) && !reported["condense.threshold"] {
-		bad("condense.prepare_threshold", "must be in [0, threshold=%g], got %g", cd.Threshold, cd.PrepareThreshold)
+		bad("condense.prepare_threshold", "must be at most %s (unset, 0: each model's threshold - 0.1), got %g",
+			val("condense.threshold", cd.Threshold), cd.PrepareThreshold)
 	}
 	if cd.Summarizer != "llm" && cd.Summarizer != "extractive" {
 		bad("condense.summarizer", "%q is not llm or extractive", cd.Summarizer)
@@ -591,6 +627,10 @@ func (c *Config) problems(skip map[string]bool) []error {
 			bad("ui.max_requests_per_conversation", "must be at least 1 while the page is on, got %d", c.UI.MaxRequestsPerConversation)
 		}
 	}
+	if mem := c.Memory; c.RedisURL == "" && c.RedisClusterURL == "" && mem.MaxConversationBytes > mem.MaxBytes {
+		bad("memory.max_conversation_bytes", "%d is more than the whole memory store, %s (without Redis)",
+			mem.MaxConversationBytes, val("memory.max_bytes", mem.MaxBytes))
+	}
 	for i, k := range c.UI.Keys {
 		if strings.TrimSpace(k) == "" {
 			bad(fmt.Sprintf("ui.keys[%d]", i), "must not be empty")
@@ -604,12 +644,19 @@ func (c *Config) problems(skip map[string]bool) []error {
 	for i, m := range c.Models {
 		if probs := m.problems(); len(probs) > 0 {
 			for _, err := range probs {
-				errs = append(errs, fmt.Errorf("models[%d].%w (entry %q)", i, err, m.Match))
+				errs = append(errs, fmt.Errorf("models[%d].%w (entry %q)%s", i, err, m.Match, from.of("models")))
 			}
 			continue
 		}
+		// condense.target is one fraction for every model: it does not
+		// follow a model's threshold, so a model's threshold at or
+		// below it is refused, its default too.
 		if m.Threshold != 0 && m.Threshold <= cd.Target {
-			bad(fmt.Sprintf("models[%d].threshold", i), "%g must be above condense.target %g (entry %q)", m.Threshold, cd.Target, m.Match)
+			bad(fmt.Sprintf("models[%d].threshold", i), "%g must be above %s (entry %q; condense.target is every model's: set it below %g)",
+				m.Threshold, val("condense.target", cd.Target), m.Match, m.Threshold)
+		} else if m.Threshold != 0 && m.Threshold < cd.PrepareThreshold {
+			bad(fmt.Sprintf("models[%d].threshold", i), "%g is below %s (entry %q): background summaries would start after condensing; "+
+				"leave condense.prepare_threshold unset (each model's threshold - 0.1)", m.Threshold, val("condense.prepare_threshold", cd.PrepareThreshold), m.Match)
 		}
 	}
 	return errs

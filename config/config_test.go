@@ -41,13 +41,13 @@ func TestPrecedence(t *testing.T) {
 		keep      int
 		exclude   []string
 	}{
-		{"defaults", nil, nil, "https://api.openai.com", 0.8, 3, []string{}},
+		{"defaults", nil, withUpstream(), testUpstream, 0.8, 3, []string{}},
 		{"file over default", []string{"--config", file}, nil, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
 		{"config file from env", nil, []string{"CONDENSE_CONFIG=" + file}, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
 		{"env over file", []string{"--config", file}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85", "CONDENSE_SELECTIVE_EXCLUDE_TOOLS=Bash, Write"}, "http://env:2", 0.85, 7, []string{"Bash", "Write"}},
 		{"flag over env", []string{"--config", file, "--upstream", "http://flag:3", "--threshold", "0.95", "--exclude-tools", "Edit"}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85"}, "http://flag:3", 0.95, 7, []string{"Edit"}},
 		{"unset flag does not override", []string{"--config", file}, []string{"CONDENSE_CONDENSE_KEEP_RECENT_TURNS=4"}, "http://file:1", 0.9, 4, []string{"Read", "Grep"}},
-		{"other env ignored", nil, []string{"UPSTREAM=http://nope:1", "HOME=/x"}, "https://api.openai.com", 0.8, 3, []string{}},
+		{"other env ignored", nil, withUpstream("UPSTREAM=http://nope:1", "HOME=/x"), testUpstream, 0.8, 3, []string{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,16 +170,16 @@ func TestValidationListsEveryProblem(t *testing.T) {
 }
 
 func TestBadEnvValueIsAnError(t *testing.T) {
-	if _, err := Load(nil, []string{"CONDENSE_CONDENSE_THRESHOLD=abc"}); err == nil {
+	if _, err := Load(nil, withUpstream("CONDENSE_CONDENSE_THRESHOLD=abc")); err == nil {
 		t.Fatal("want error for unparsable threshold")
 	}
-	if _, err := Load(nil, []string{"CONDENSE_SHUTDOWN_GRACE=soon"}); err == nil {
+	if _, err := Load(nil, withUpstream("CONDENSE_SHUTDOWN_GRACE=soon")); err == nil {
 		t.Fatal("want error for unparsable duration")
 	}
 }
 
 func TestMissingConfigFile(t *testing.T) {
-	_, err := Load(flags(t, "--config", "/nonexistent/x.yaml"), nil)
+	_, err := Load(flags(t, "--config", "/nonexistent/x.yaml"), withUpstream())
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/x.yaml") {
 		t.Fatalf("err = %v", err)
 	}
@@ -238,11 +238,11 @@ func TestRegistryLookup(t *testing.T) {
 // engine's).
 func TestModes(t *testing.T) {
 	for _, m := range Modes {
-		if _, err := Load(flags(t, "--mode", m), nil); err != nil {
+		if _, err := Load(flags(t, "--mode", m), withUpstream()); err != nil {
 			t.Errorf("mode %q refused: %v", m, err)
 		}
 	}
-	_, err := Load(flags(t, "--mode", "fast"), nil)
+	_, err := Load(flags(t, "--mode", "fast"), withUpstream())
 	if err == nil {
 		t.Fatal("mode fast accepted")
 	}
@@ -271,7 +271,7 @@ func TestRegistryReasoning(t *testing.T) {
   - match: "o3*"
     context_window: 100000
 `)
-	c, err := Load(flags(t, "--config", file), nil)
+	c, err := Load(flags(t, "--config", file), withUpstream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,22 +296,22 @@ func TestRegistryReasoning(t *testing.T) {
 // environment.
 func TestHardeningKeysFromEverySource(t *testing.T) {
 	file := writeFile(t, "scope_secret: from-the-file-0123456789\nscope_headers: [Authorization, X-User]\noriginals_max_bytes: 1000\nmax_inflight_condense: 3\n")
-	c, err := Load(flags(t, "--config", file), nil)
+	c, err := Load(flags(t, "--config", file), withUpstream())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ScopeSecret != "from-the-file-0123456789" || strings.Join(c.ScopeHeaders, ",") != "Authorization,X-User" || c.OriginalsMaxBytes != 1000 || c.MaxInflightCondense != 3 {
 		t.Errorf("YAML: %q %v %d %d", c.ScopeSecret, c.ScopeHeaders, c.OriginalsMaxBytes, c.MaxInflightCondense)
 	}
-	c, err = Load(flags(t), []string{"CONDENSE_SCOPE_SECRET=from-the-environment-0123", "CONDENSE_SCOPE_HEADERS=x-api-key, X-Team",
-		"CONDENSE_ORIGINALS_MAX_BYTES=2000", "CONDENSE_MAX_INFLIGHT_CONDENSE=4"})
+	c, err = Load(flags(t), withUpstream("CONDENSE_SCOPE_SECRET=from-the-environment-0123", "CONDENSE_SCOPE_HEADERS=x-api-key, X-Team",
+		"CONDENSE_ORIGINALS_MAX_BYTES=2000", "CONDENSE_MAX_INFLIGHT_CONDENSE=4"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.ScopeSecret != "from-the-environment-0123" || strings.Join(c.ScopeHeaders, ",") != "x-api-key,X-Team" || c.OriginalsMaxBytes != 2000 || c.MaxInflightCondense != 4 {
 		t.Errorf("env: %q %v %d %d", c.ScopeSecret, c.ScopeHeaders, c.OriginalsMaxBytes, c.MaxInflightCondense)
 	}
-	c, err = Load(flags(t, "--scope-secret", "from-the-flag-0123456789", "--scope-headers", "X-User", "--originals-max-bytes", "3000", "--max-inflight-condense", "5"), nil)
+	c, err = Load(flags(t, "--scope-secret", "from-the-flag-0123456789", "--scope-headers", "X-User", "--originals-max-bytes", "3000", "--max-inflight-condense", "5"), withUpstream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestRegistryThinkingBinding(t *testing.T) {
   - match: "claude-fable-6*"
     context_window: 500000
 `)
-	c, err := Load(flags(t, "--config", file), nil)
+	c, err := Load(flags(t, "--config", file), withUpstream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,4 +409,13 @@ func TestUnknownModelsBounded(t *testing.T) {
 	if mi := r.Lookup("a"); !mi.Known || mi.ContextWindow != 50000 {
 		t.Errorf("a short name missed the * entry: %+v", mi)
 	}
+}
+
+// testUpstream is the upstream the tests' configurations name: the key
+// is required.
+const testUpstream = "http://upstream.test"
+
+// withUpstream is env with CONDENSE_UPSTREAM set first.
+func withUpstream(env ...string) []string {
+	return append([]string{EnvName("upstream") + "=" + testUpstream}, env...)
 }

@@ -26,7 +26,7 @@ func TestKeepAliveKeys(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(flags(t, tc.args...), tc.environ)
+			c, err := Load(flags(t, tc.args...), withUpstream(tc.environ...))
 			if err != nil {
 				t.Fatal(err)
 			}

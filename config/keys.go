@@ -74,6 +74,9 @@ type Key struct {
 	// Min and Max bound a number, inclusive (a duration in nanoseconds);
 	// unused for other kinds. Every number must also be finite.
 	Min, Max float64
+	// Required: the key has no default (Default is its zero value) and a
+	// configuration without it is refused.
+	Required bool
 
 	// field points at the key's field in c.
 	field func(c *Config) any
@@ -91,6 +94,9 @@ func (k Key) List() bool { return k.Kind == KindList }
 func (k Key) DefaultText() string {
 	switch v := k.Default.(type) {
 	case string:
+		if k.Required {
+			return "required"
+		}
 		if v == "" {
 			return "empty"
 		}
@@ -195,6 +201,12 @@ func listKey(name, flag string, def []string, field func(*Config) *[]string, usa
 	return Key{Name: name, Flag: flag, Usage: usage, Kind: KindList, Default: def, field: func(c *Config) any { return field(c) }}
 }
 
+// required marks k required.
+func required(k Key) Key {
+	k.Required = true
+	return k
+}
+
 // Modes are the condensing modes condense.mode accepts. The wiring's test
 // checks they are the engine's (condense.Modes).
 var Modes = []string{"auto", "full", "selective", "truncate", "off", "observe"}
@@ -209,8 +221,8 @@ var CredentialHeaders = []string{"Authorization", "X-Api-Key", "Api-Key", "X-Lit
 var table = []Key{
 	strKey("listen", "listen", "127.0.0.1:8080", func(c *Config) *string { return &c.Listen },
 		"address to listen on (loopback only by default; 0.0.0.0:8080 or :8080: every interface)"),
-	strKey("upstream", "upstream", "https://api.openai.com", func(c *Config) *string { return &c.Upstream },
-		"upstream base URL (LiteLLM, a provider); the request path is appended"),
+	required(strKey("upstream", "upstream", "", func(c *Config) *string { return &c.Upstream },
+		"upstream base URL (LiteLLM, a provider), required; the request path is appended")),
 	strKey("redis_url", "redis", "", func(c *Config) *string { return &c.RedisURL },
 		"Redis URL (redis://host:port/db); empty: in-memory cache"),
 	strKey("redis_cluster_url", "redis-cluster", "", func(c *Config) *string { return &c.RedisClusterURL },
@@ -236,7 +248,7 @@ var table = []Key{
 	bytesKey("max_body_bytes", "max-body-bytes", 64<<20, 1, maxBytes, func(c *Config) *int64 { return &c.MaxBodyBytes },
 		"largest request body accepted"),
 	bytesKey("max_decompressed_bytes", "max-decompressed-bytes", 128<<20, 1, maxBytes, func(c *Config) *int64 { return &c.MaxDecompressedBytes },
-		"largest body after Content-Encoding is decoded"),
+		"largest body after Content-Encoding is decoded (unset: at least max_body_bytes)"),
 	intKey("max_request_messages", "max-request-messages", 100000, 0, maxCount, func(c *Config) *int { return &c.MaxRequestMessages },
 		"largest number of messages (items) a request may have (0: no limit)"),
 	intKey("default_context_window", "default-context-window", 128000, 1, maxTokens, func(c *Config) *int { return &c.DefaultContextWindow },
@@ -257,9 +269,9 @@ var table = []Key{
 	floatKey("condense.threshold", "threshold", 0.8, 0.01, 1, func(c *Config) *float64 { return &c.Condense.Threshold },
 		"fraction of the window that triggers condensing, in [0.01, 1]"),
 	floatKey("condense.target", "target", 0.5, 0.01, 1, func(c *Config) *float64 { return &c.Condense.Target },
-		"fraction of the window to condense down to; below threshold"),
-	floatKey("condense.prepare_threshold", "prepare-threshold", 0.7, 0, 1, func(c *Config) *float64 { return &c.Condense.PrepareThreshold },
-		"fraction of the window that starts background summaries"),
+		"fraction of the window to condense down to; below threshold (unset: 0.5, or 5/8 of threshold when lower)"),
+	floatKey("condense.prepare_threshold", "prepare-threshold", 0, 0, 1, func(c *Config) *float64 { return &c.Condense.PrepareThreshold },
+		"fraction of the window that starts background summaries, at most threshold (0: each model's threshold - 0.1)"),
 	intKey("condense.keep_recent_turns", "keep-recent-turns", 3, 1, 10_000, func(c *Config) *int { return &c.Condense.KeepRecentTurns },
 		"recent steps always kept verbatim"),
 	intKey("condense.chunk_tokens", "chunk-tokens", 12000, 256, maxTokens, func(c *Config) *int { return &c.Condense.ChunkTokens },
@@ -349,7 +361,7 @@ var table = []Key{
 	strKey("memory.embedding_model", "embedding-model", "", func(c *Config) *string { return &c.Memory.EmbeddingModel },
 		"embedding model asked of the upstream's /v1/embeddings for hybrid search (empty: BM25 alone)"),
 	bytesKey("memory.max_conversation_bytes", "memory-max-conversation-bytes", 8<<20, 1<<10, maxBytes, func(c *Config) *int64 { return &c.Memory.MaxConversationBytes },
-		"text one conversation's memory keeps"),
+		"text one conversation's memory keeps (unset: at most memory.max_bytes)"),
 	bytesKey("memory.max_bytes", "memory-max-bytes", 128<<20, 1<<20, maxBytes, func(c *Config) *int64 { return &c.Memory.MaxBytes },
 		"in-memory size of the conversations' memory, without Redis"),
 }

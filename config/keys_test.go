@@ -115,11 +115,11 @@ func TestEveryKeyFromEverySource(t *testing.T) {
 				yaml = strings.Replace(yaml, text, "["+text+"]", 1)
 			}
 			for name, load := range map[string]func() (*Config, error){
-				"flag": func() (*Config, error) { return Load(flags(t, "--"+k.Flag+"="+text), nil) },
-				"env":  func() (*Config, error) { return Load(nil, []string{k.Env() + "=" + text}) },
-				"yaml": func() (*Config, error) { return Load(flags(t, "--config", writeFile(t, yaml)), nil) },
+				"flag": func() (*Config, error) { return Load(flags(t, "--"+k.Flag+"="+text), withUpstream()) },
+				"env":  func() (*Config, error) { return Load(nil, withUpstream(k.Env()+"="+text)) },
+				"yaml": func() (*Config, error) { return Load(flags(t, "--config", writeFile(t, yaml)), withUpstream()) },
 			} {
-				c, err := Load(nil, nil)
+				c, err := Load(nil, withUpstream())
 				if err == nil {
 					c, err = load()
 				}

@@ -27,7 +27,7 @@ func TestUIKeys(t *testing.T) {
 			if tc.yaml != "" {
 				args = append(args, "--config", writeFile(t, tc.yaml))
 			}
-			c, err := Load(flags(t, args...), tc.env)
+			c, err := Load(flags(t, args...), withUpstream(tc.env...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,14 +40,14 @@ func TestUIKeys(t *testing.T) {
 }
 
 func TestUIValidation(t *testing.T) {
-	_, err := Load(flags(t, "--config", writeFile(t, "ui:\n  max_conversations: 0\n  max_requests_per_conversation: -1\n  keys: [\"  \"]\n")), nil)
+	_, err := Load(flags(t, "--config", writeFile(t, "ui:\n  max_conversations: 0\n  max_requests_per_conversation: -1\n  keys: [\"  \"]\n")), withUpstream())
 	for _, w := range []string{"ui.max_conversations", "ui.max_requests_per_conversation", "ui.keys[0]"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("error does not mention %q: %v", w, err)
 		}
 	}
 	// Sizes do not matter when the page is off.
-	if _, err := Load(flags(t, "--config", writeFile(t, "ui:\n  enabled: false\n  max_conversations: 0\n")), nil); err != nil {
+	if _, err := Load(flags(t, "--config", writeFile(t, "ui:\n  enabled: false\n  max_conversations: 0\n")), withUpstream()); err != nil {
 		t.Errorf("disabled page with zero sizes: %v", err)
 	}
 }

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 )
 
 // Keys the config does not know: a YAML key is refused (a typo would
@@ -13,8 +16,9 @@ import (
 // programs' variables too).
 
 // otherEnv are CONDENSE_* variables of the project that are not config
-// keys: the test suite's (README's Tests section).
-var otherEnv = []string{"CONDENSE_CONFIG", "CONDENSE_SOAK", "CONDENSE_AGENTS_DIR", "CONDENSE_AGENTS_DUMP", "CONDENSE_CLAUDE_BIN", "CONDENSE_CODEX_BIN"}
+// keys: the test suite's (README's Tests section) and docker-compose.yml's
+// (CONDENSE_BIND).
+var otherEnv = []string{"CONDENSE_CONFIG", "CONDENSE_BIND", "CONDENSE_SOAK", "CONDENSE_AGENTS_DIR", "CONDENSE_AGENTS_DUMP", "CONDENSE_CLAUDE_BIN", "CONDENSE_CODEX_BIN"}
 
 // modelFields are the keys of a models[] entry, from ModelConfig's tags.
 var modelFields = func() []string {
@@ -189,4 +193,29 @@ func distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// FlagError adds to a flag set's parse error, when it names a flag fs
+// does not have (--treshold, or -threshold read as shorthands), the
+// nearest flag fs has: "unknown flag: --treshold (did you mean
+// --threshold?)". Other errors are returned as they are.
+func FlagError(fs *pflag.FlagSet, err error) error {
+	var ne *pflag.NotExistError
+	if !errors.As(err, &ne) {
+		return err
+	}
+	name := ne.GetSpecifiedName()
+	if sh := ne.GetSpecifiedShortnames(); len(sh) > 1 {
+		name = sh // -threshold: one dash too few
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if c, ok := nearest(strings.ToLower(name), names); ok {
+		return fmt.Errorf("%w (did you mean --%s?)", err, c)
+	}
+	return fmt.Errorf("%w (see --help for the flags)", err)
 }

@@ -27,7 +27,7 @@ func TestUnknownKeysRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(flags(t, "--config", writeFile(t, tc.yaml)), nil)
+			_, err := Load(flags(t, "--config", writeFile(t, tc.yaml)), withUpstream())
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -40,7 +40,7 @@ func TestUnknownKeysRefused(t *testing.T) {
 	}
 	// Known keys in any case, and an empty section, are fine.
 	for _, ok := range []string{"condense:\n", "Condense:\n  Threshold: 0.7\n", "models:\n  - match: \"x*\"\n    Context_Window: 1000\n"} {
-		if _, err := Load(flags(t, "--config", writeFile(t, ok)), nil); err != nil {
+		if _, err := Load(flags(t, "--config", writeFile(t, ok)), withUpstream()); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
@@ -50,8 +50,8 @@ func TestUnknownKeysRefused(t *testing.T) {
 // accepted, and each is named once in the warnings with the nearest
 // variable; the project's other variables and other programs' are not.
 func TestUnknownEnvWarned(t *testing.T) {
-	c, err := Load(nil, []string{"CONDENSE_TRESHOLD=0.5", "CONDENSE_CONDENSE_THRESHOLD=0.7", "CONDENSE_REDIS_ULR=redis://x:1",
-		"CONDENSE_SOAK=1m", "CONDENSE_CONFIG=", "HOME=/root", "CONDENSE_QQQQQQQQQQQQQ=1"})
+	c, err := Load(nil, withUpstream("CONDENSE_TRESHOLD=0.5", "CONDENSE_CONDENSE_THRESHOLD=0.7", "CONDENSE_REDIS_ULR=redis://x:1",
+		"CONDENSE_SOAK=1m", "CONDENSE_CONFIG=", "HOME=/root", "CONDENSE_QQQQQQQQQQQQQ=1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 // a number out of range are all named in one error, each key once.
 func TestEveryKindOfProblemAtOnce(t *testing.T) {
 	file := writeFile(t, "condense:\n  treshold: 0.6\n  chunk_tokens: 99999999999\n  max_wait: soon\n")
-	_, err := Load(flags(t, "--config", file), []string{"CONDENSE_SHUTDOWN_GRACE=later", "CONDENSE_CONDENSE_TARGET=NaN"})
+	_, err := Load(flags(t, "--config", file), withUpstream("CONDENSE_SHUTDOWN_GRACE=later", "CONDENSE_CONDENSE_TARGET=NaN"))
 	if err == nil {
 		t.Fatal("accepted")
 	}

@@ -80,7 +80,7 @@ func TestAbsurdNumbersRefused(t *testing.T) {
 			if tc.yaml != "" {
 				fs = flags(t, "--config", writeFile(t, tc.yaml))
 			}
-			_, err := Load(fs, tc.env)
+			_, err := Load(fs, withUpstream(tc.env...))
 			if err == nil {
 				t.Fatal("accepted")
 			}

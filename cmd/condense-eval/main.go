@@ -1,6 +1,8 @@
 // Command condense-eval replays agent sessions through an in-process
-// condense-proxy in every mode and writes EVALUATION.md, a JSON file and
-// one SVG chart per session.
+// condense-proxy in every mode and writes a Markdown report, a JSON file
+// and one SVG chart per session: into a new folder it prints (or --dir),
+// or, with -update, over the repository's EVALUATION.md, eval/results.json
+// and eval/*.svg.
 //
 //	condense-eval [flags] [SESSION ...]
 //
@@ -114,8 +116,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	threshold := fs.Float64("threshold", 0.8, "fraction of the window that triggers condensing")
 	modes := fs.String("modes", "", "comma-separated modes (default: off,full-extractive,full-llm,selective,auto)")
 	every := fs.Int("every", 1, "replay every n-th request only")
-	out := fs.String("out", "EVALUATION.md", "Markdown report (empty: none)")
-	jsonOut := fs.String("json", filepath.Join("eval", "results.json"), "JSON report (empty: none)")
+	update := fs.Bool("update", false, "regenerate the repository's report: write EVALUATION.md, eval/results.json and the charts in eval/ (run from the repository's root)")
+	outDir := fs.String("dir", "", "folder the report, the JSON and the charts are written to, without -update (default: a new folder in the system's temporary folder, printed)")
+	out := fs.String("out", "", "Markdown report (default: EVALUATION.md with -update, else EVALUATION.md in --dir; \"-\": none)")
+	jsonOut := fs.String("json", "", "JSON report (default: eval/results.json with -update, else results.json in --dir; \"-\": none)")
 	charts := fs.String("charts", "eval", "folder for the SVG charts, relative to the Markdown report's folder")
 	suite := fs.String("suite", "default", "default (the corpus and two long synthetic sessions), bill (synthetic sessions of 1x, 2.5x and 10x the window, Messages with thinking and Responses with reasoning, priced Anthropic-style, threshold 0.75) or all (both, in one report)")
 	lengths := fs.String("lengths", "1,2.5,10", "bill suite: session lengths, in windows")
@@ -131,6 +135,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			return nil
 		}
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *update && set["dir"] {
+		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
 	}
 	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
 	if *summaryTokens > 0 {
@@ -218,6 +227,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}
 	}
+	if err := outputs(update, outDir, out, jsonOut, set); err != nil {
+		return err
+	}
 	rep, err := eval.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -230,6 +242,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *out != "" {
 		dir := filepath.Join(filepath.Dir(*out), *charts)
+		fmt.Fprintf(stderr, "condense-eval: report %s, charts in %s\n", *out, dir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -249,6 +262,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err := os.MkdirAll(filepath.Dir(*jsonOut), 0o755); err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "condense-eval: JSON %s\n", *jsonOut)
 		if err := os.WriteFile(*jsonOut, rep.JSON(), 0o644); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
@@ -269,6 +283,42 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if *check && len(problems) > 0 {
 		return fmt.Errorf("%d checks failed", len(problems))
+	}
+	return nil
+}
+
+// outputs settles where the report goes. With -update: the repository's
+// EVALUATION.md and eval/results.json (the tracked report), unless -out or
+// -json say otherwise. Without: the files are named in *dir, a new folder
+// of the system's temporary folder when not given, so replaying other
+// sessions never overwrites the tracked report. "-" means none.
+func outputs(update *bool, dir, out, jsonOut *string, set map[string]bool) error {
+	if *update {
+		if !set["out"] {
+			*out = "EVALUATION.md"
+		}
+		if !set["json"] {
+			*jsonOut = filepath.Join("eval", "results.json")
+		}
+	} else if !set["out"] || !set["json"] {
+		if *dir == "" {
+			d, err := os.MkdirTemp("", "condense-eval-")
+			if err != nil {
+				return fmt.Errorf("making the output folder: %w", err)
+			}
+			*dir = d
+		}
+		if !set["out"] {
+			*out = filepath.Join(*dir, "EVALUATION.md")
+		}
+		if !set["json"] {
+			*jsonOut = filepath.Join(*dir, "results.json")
+		}
+	}
+	for _, p := range []*string{out, jsonOut} {
+		if *p == "-" {
+			*p = ""
+		}
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	target := fs.Float64("target", 0.5, "fraction of the window to condense down to")
 	force := fs.Bool("force", false, "condense even under the threshold")
 	summarizer := fs.String("summarizer", "extractive", "extractive | llm")
-	upstream := fs.String("upstream", "https://api.openai.com", "upstream for the llm summarizer")
+	upstream := fs.String("upstream", "", "upstream base URL the llm summarizer asks (required with --summarizer llm; e.g. https://api.openai.com)")
 	apiKey := fs.String("api-key", "", "key for the llm summarizer (default: $OPENAI_API_KEY)")
 	format := fs.String("format", "auto", "auto | chat | messages | responses: the request's wire format (auto: responses when the body has an input array and no messages; messages when it has a top-level system or Anthropic content blocks)")
 	fs.Usage = func() {
@@ -45,7 +45,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
-		return err
+		return config.FlagError(fs, err)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -84,6 +84,14 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	cfg := config.Defaults()
 	cfg.Upstream = *upstream
+	if cfg.Upstream == "" {
+		if *summarizer == "llm" {
+			return errors.New("condense: --summarizer llm needs --upstream, the base URL the summaries are asked of (https://api.openai.com, http://localhost:4000 for LiteLLM)")
+		}
+		// Nothing leaves this process: the extractive summarizer runs
+		// here. A name that never resolves (RFC 6761) stands in.
+		cfg.Upstream = "http://upstream.invalid"
+	}
 	cfg.Condense.Threshold = *threshold
 	cfg.Condense.Target = *target
 	cfg.Condense.PrepareThreshold = 0 // threshold - 0.1; nothing runs in the background here

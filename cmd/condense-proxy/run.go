@@ -18,8 +18,10 @@ import (
 	"github.com/condense-proxy/condense-proxy/internal/app"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, when set at build time with -ldflags "-X main.version=...",
+// is the version printed; empty, it comes from the build info (see
+// buildVersion).
+var version = ""
 
 // Main runs the command line args and returns when the command is done or
 // ctx is cancelled (for serve: after a graceful shutdown).
@@ -36,7 +38,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, environ 
 	case "demo":
 		return demo(ctx, args, stdout, stderr, nil)
 	case "version":
-		fmt.Fprintln(stdout, "condense-proxy", version)
+		fmt.Fprintln(stdout, "condense-proxy", currentVersion())
 		return nil
 	case "health":
 		return health(ctx, args, stdout, environ)
@@ -92,7 +94,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
-		return err
+		return config.FlagError(fs, err)
 	}
 	cfg, err := config.Load(fs, environ)
 	if err != nil {
@@ -125,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		access = fmt.Sprintf("auth.keys: %d accepted keys", len(cfg.Auth.Keys))
 	}
 	log.Info("condense-proxy listening", "addr", ln.Addr().String(), "interfaces", interfaces, "access", access,
-		"upstream", a.Upstream.Redacted(), "cache", cacheKind, "mode", cfg.Condense.Mode, "threshold", cfg.Condense.Threshold, "version", version)
+		"upstream", a.Upstream.Redacted(), "cache", cacheKind, "mode", cfg.Condense.Mode, "threshold", cfg.Condense.Threshold, "version", currentVersion())
 	if everyone && len(cfg.Auth.Keys) == 0 {
 		log.Warn("the proxy is open to the network: it listens beyond loopback and no auth.keys are set, so anyone who reaches " +
 			ln.Addr().String() + " can send requests through it to the upstream; set auth.keys (CONDENSE_AUTH_KEYS) or listen on 127.0.0.1")

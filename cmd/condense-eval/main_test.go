@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// small is a short replay: one small synthetic session, two modes.
+var small = []string{"--window", "8000", "--formats", "chat", "--modes", "off,full-extractive", "--check=false", "synthetic:1:30000"}
+
+// TestReportGoesElsewhereUnlessUpdate: replaying other sessions, as
+// README shows it, no longer overwrites the repository's EVALUATION.md
+// and eval/results.json: the report goes to a new folder it names; only
+// -update (or an explicit -out / -json) writes the tracked files.
+func TestReportGoesElsewhereUnlessUpdate(t *testing.T) {
+	repo := t.TempDir() // stands for the repository's root
+	t.Chdir(repo)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	var stderr bytes.Buffer
+	if err := run(context.Background(), small, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	for _, tracked := range []string{"EVALUATION.md", filepath.Join("eval", "results.json"), "eval"} {
+		if _, err := os.Stat(filepath.Join(repo, tracked)); err == nil {
+			t.Errorf("%s written in the working folder without -update", tracked)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tmp, "condense-eval-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("output folders %v, want one in the temporary folder", dirs)
+	}
+	for _, f := range []string{"EVALUATION.md", "results.json"} {
+		p := filepath.Join(dirs[0], f)
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", p, err)
+		}
+		if !strings.Contains(stderr.String(), p) {
+			t.Errorf("the output does not name %s:\n%s", p, stderr.String())
+		}
+	}
+	if svgs, _ := filepath.Glob(filepath.Join(dirs[0], "eval", "*.svg")); len(svgs) == 0 {
+		t.Error("no chart beside the report")
+	}
+
+	// --dir names the folder.
+	mine := filepath.Join(t.TempDir(), "out")
+	stderr.Reset()
+	if err := run(context.Background(), append([]string{"--dir", mine}, small...), &stderr); err != nil {
+		t.Fatalf("run --dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mine, "results.json")); err != nil {
+		t.Errorf("--dir: %v", err)
+	}
+
+	// -update regenerates the tracked report.
+	stderr.Reset()
+	if err := run(context.Background(), append([]string{"-update"}, small...), &stderr); err != nil {
+		t.Fatalf("run -update: %v", err)
+	}
+	for _, tracked := range []string{"EVALUATION.md", filepath.Join("eval", "results.json")} {
+		if _, err := os.Stat(filepath.Join(repo, tracked)); err != nil {
+			t.Errorf("-update did not write %s: %v", tracked, err)
+		}
+	}
+	if err := run(context.Background(), append([]string{"-update", "--dir", mine}, small...), &stderr); err == nil {
+		t.Error("-update with --dir accepted")
+	}
+}
