@@ -55,7 +55,9 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		}
 		if cost > allowance {
 			rq.extractiveSummaries = true
-			addDegraded(r, fmt.Sprintf("auto's LLM summaries would cost about %.0f input tokens' worth, over its allowance of %.0f (condense.auto_llm_share of the conversation's bill so far); extractive summaries used", cost, max(allowance, 0)))
+			// A choice, not a fallback: extractive stand-ins are
+			// what auto forwards past its allowance (not Degraded).
+			r.Reason += fmt.Sprintf("; extractive summaries: LLM ones would cost about %.0f input tokens' worth, over auto's allowance of %.0f (condense.auto_llm_share)", cost, max(allowance, 0))
 		}
 	}
 	rq.summaryTokens = e.perCutSummaryTokens(b)

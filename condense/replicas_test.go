@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,35 @@ func replicasAgree(t *testing.T, srv, other *redistest.Server, f sessionForm, mo
 	}
 	if math.Abs(billTwo-billOne) > 0.02*billOne {
 		t.Errorf("the pair's estimated bill %.0f, one engine's %.0f: more than 2%% apart", billTwo, billOne)
+	}
+}
+
+// TestAutoPastItsAllowanceIsNotDegraded: auto's cut past its LLM
+// allowance takes extractive summaries — the path it is designed to take,
+// so its requests are not reported degraded — and the reason says why.
+func TestAutoPastItsAllowanceIsNotDegraded(t *testing.T) {
+	f := replicaForms(t)[0]
+	sum := &countingSummarizer{}
+	e := New(Deps{Counter: counter, Models: limits(48_000), Cache: cache.NewMemory(64 << 20), Summarizer: sum},
+		Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, AutoLLMShare: 1e-9})
+	said := 0
+	for k := 0; k < f.turns; k++ {
+		b, err := f.req(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Condense(context.Background(), Request{Codec: f.codec, Body: b, Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Report.Degraded != "" {
+			t.Fatalf("request %d degraded: %s", k, res.Report.Degraded)
+		}
+		if strings.Contains(res.Report.Reason, "over auto's allowance") {
+			said++
+		}
+	}
+	if said == 0 {
+		t.Fatal("no request took extractive summaries past the allowance: the premise does not hold")
 	}
 }
