@@ -23,8 +23,12 @@ const (
 )
 
 // fitSummary bounds an extractive summary to about maxTokens (3 bytes a
-// token is a safe estimate for this text), keeping its Files section and
-// the first lines of its body.
+// token is a safe estimate for this text). What the agent needs goes
+// first — its Files section (a third of the room at most), the user's
+// words (the task), every distinct error line commands printed, then the
+// assistant's words (its decisions), then the calls, then the other
+// results — each kept in the order it came, and what did not fit is
+// counted on one line that says where the originals are.
 func fitSummary(text string, maxTokens int) string {
 	maxChars := maxTokens * 3
 	if len(text) <= maxChars {
@@ -38,22 +42,81 @@ func fitSummary(text string, maxTokens int) string {
 		}
 	}
 	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
-	room := maxChars - len(files) - 40
-	var b strings.Builder
-	kept := 0
-	for _, l := range lines {
-		if b.Len()+len(l)+1 > room {
-			break
+	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
+	room := maxChars - len(files) - len(omitted)
+	keep := make([]bool, len(lines))
+	seen := map[string]bool{}
+	for rank := 0; rank <= maxLineRank; rank++ {
+		for i, l := range lines {
+			if keep[i] || lineRank(l) != rank {
+				continue
+			}
+			if rank == errorRank {
+				// An error line repeated step after step is kept once.
+				if seen[errorsOf(l)] {
+					continue
+				}
+				seen[errorsOf(l)] = true
+			}
+			if len(l)+1 > room {
+				continue
+			}
+			keep[i] = true
+			room -= len(l) + 1
 		}
-		b.WriteString(l)
-		b.WriteByte('\n')
-		kept++
 	}
-	if kept < len(lines) {
-		fmt.Fprintf(&b, "[… %d lines condensed …]\n", len(lines)-kept)
+	var b strings.Builder
+	dropped := 0
+	for i, l := range lines {
+		if keep[i] {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		} else {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, omitted, dropped)
 	}
 	b.WriteString(files)
 	return b.String()
+}
+
+// The ranks of an extractive summary's lines: what fitSummary keeps
+// first.
+const (
+	userRank      = 0 // the user's words: the task and its changes
+	errorRank     = 1 // a result with error lines or a failing exit status
+	assistantRank = 2 // the assistant's words: its decisions
+	callRank      = 3
+	maxLineRank   = 4 // other results, markers
+)
+
+func lineRank(l string) int {
+	t := strings.TrimSpace(l)
+	switch {
+	case strings.HasPrefix(t, "- User:"), strings.HasPrefix(t, "- System note:"):
+		return userRank
+	case strings.HasPrefix(t, "→ "):
+		if strings.Contains(t, " | ! ") || (strings.Contains(t, " | exit ") && !strings.Contains(t, " | exit 0 |")) {
+			return errorRank
+		}
+		return maxLineRank
+	case strings.HasPrefix(t, "- Assistant:"):
+		return assistantRank
+	case strings.HasPrefix(t, "- called "):
+		return callRank
+	}
+	return maxLineRank
+}
+
+// errorsOf returns a result line's error lines (what makes two results
+// the same error).
+func errorsOf(l string) string {
+	if i := strings.Index(l, " | ! "); i >= 0 {
+		return l[i:]
+	}
+	return strings.TrimSpace(l)
 }
 
 var (

@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -49,7 +50,7 @@ func TestFitSummaryKeepsFiles(t *testing.T) {
 	if len(out) > 300*3 {
 		t.Errorf("fitted summary %d bytes, bound %d", len(out), 900)
 	}
-	if !strings.Contains(out, "## Files\n- modified: pkg/a.go") || !strings.Contains(out, "lines condensed") {
+	if !strings.Contains(out, "## Files\n- modified: pkg/a.go") || !strings.Contains(out, "lines of calls and results omitted") {
 		t.Errorf("fitted summary lost the files section or the marker:\n%s", out)
 	}
 }
@@ -66,5 +67,42 @@ func TestFilesSection(t *testing.T) {
 		if !strings.Contains(sec, w) {
 			t.Errorf("files section lacks %q:\n%s", w, sec)
 		}
+	}
+}
+
+// TestFitSummaryKeepsWhatTheAgentNeeds: a summary over its budget keeps
+// the user's words, every distinct error line (a repeated one once) and
+// the files before the assistant's words, the calls and the other results
+// — never only its first lines and a count.
+func TestFitSummaryKeepsWhatTheAgentNeeds(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("- User: fix TestParseDuration in pkg/timeparse\n")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&b, "- Assistant: step %d, reading more of the code to see where it goes\n", i)
+		fmt.Fprintf(&b, "  - called bash(command=cat pkg/file%d.go)\n", i)
+		switch {
+		case i == 150:
+			b.WriteString("    → bash: --- FAIL: TestParseDuration | exit 1 | ! timeparse_test.go:42: got -1h, want 1h | (30 lines)\n")
+		case i%50 == 7:
+			b.WriteString("    → bash: ok | ! panic: index out of range | (9 lines)\n")
+		default:
+			fmt.Fprintf(&b, "    → bash: package timeparse %d | (120 lines)\n", i)
+		}
+		if i == 120 {
+			b.WriteString("- User: also keep the API stable\n")
+		}
+	}
+	b.WriteString("## Files\n- modified: pkg/timeparse/parse.go\n")
+	out := fitSummary(b.String(), 300)
+	if len(out) > 300*3 {
+		t.Errorf("fitted summary %d bytes, bound %d", len(out), 900)
+	}
+	for _, w := range []string{"fix TestParseDuration", "also keep the API stable", "got -1h, want 1h", "panic: index out of range", "pkg/timeparse/parse.go", "omitted"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("fitted summary lacks %q:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, "panic: index out of range"); n != 1 {
+		t.Errorf("a repeated error line kept %d times", n)
 	}
 }

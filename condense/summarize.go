@@ -664,11 +664,8 @@ func mergeExtractive(parts []string) string {
 	files := newFileLog()
 	for _, p := range parts {
 		body, fs, _ := strings.Cut(p, "## Files\n")
-		lines := strings.Split(strings.TrimSpace(body), "\n")
-		if len(lines) > 12 {
-			lines = append(lines[:12], fmt.Sprintf("[… %d lines condensed …]", len(lines)-12))
-		}
-		b.WriteString(strings.Join(lines, "\n"))
+		// Every line goes on: fitSummary keeps what matters most.
+		b.WriteString(strings.TrimSpace(body))
 		b.WriteString("\n")
 		for _, l := range strings.Split(fs, "\n") {
 			kind, list, ok := strings.Cut(strings.TrimPrefix(l, "- "), ": ")
