@@ -267,7 +267,7 @@ func randomHex(n int) string {
 // demo at base, and any OpenAI-compatible client.
 func agentCommands(base string) string {
 	return fmt.Sprintf(`  Claude Code:  ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=sk-demo claude
-  Codex:        DEMO_KEY=sk-demo codex -c model_provider=demo \
+  Codex:        DEMO_KEY=sk-demo codex -m gpt-5.5 -c model_provider=demo \
                   -c 'model_providers.demo={name="condense-proxy demo", base_url="%[1]s/v1", env_key="DEMO_KEY", wire_api="responses"}'
   Others:       base URL %[1]s/v1, any key, any model name
 `, base)

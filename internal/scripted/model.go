@@ -66,7 +66,9 @@ func (u *Upstream) answer(api view.Codec, r *view.Request) answer {
 		return a
 	}
 	step, results := turn(texts)
-	if step < stepReport {
+	if step < stepReport && r.Parsed {
+		// (An unparsed conversation shows no calls: a call would be
+		// made again and again.)
 		if c, text, ok := shellCall(api.Format(), offeredTools(r.Body), step, results); ok {
 			a.text, a.call = text, c
 			return a
@@ -76,6 +78,19 @@ func (u *Upstream) answer(api view.Codec, r *view.Request) answer {
 	return a
 }
 
+// maxCalls bounds the model's calls in one conversation, whatever its
+// turns: past it, it only answers text (no agent loops forever on it).
+const maxCalls = 20
+
+// reminder matches the system reminders agents put in user messages.
+var reminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
+
+// isPrompt reports whether an item is the user's prompt: a user message
+// with text of its own (not only tool results or system reminders).
+func isPrompt(t view.Text) bool {
+	return t.Role == view.RoleUser && len(t.Results) == 0 && strings.TrimSpace(reminder.ReplaceAllString(t.Text, "")) != ""
+}
+
 // callStep reads the step a call id of the model carries ("…scripted1_…").
 var callStep = regexp.MustCompile(`scripted(\d)_`)
 
@@ -83,11 +98,19 @@ var callStep = regexp.MustCompile(`scripted(\d)_`)
 // the model made since the user's last prompt — and the results of the
 // model's calls in it, by step.
 func turn(texts []view.Text) (step int, results map[int]string) {
-	prompt := -1
+	prompt, made := -1, 0
 	for i, t := range texts {
-		if t.Role == view.RoleUser && len(t.Results) == 0 {
+		if isPrompt(t) {
 			prompt = i
 		}
+		for _, c := range t.Calls {
+			if callStep.MatchString(c.ID) {
+				made++
+			}
+		}
+	}
+	if made >= maxCalls {
+		return stepReport, nil
 	}
 	steps := map[string]int{}
 	results = map[int]string{}
@@ -211,8 +234,8 @@ func report(texts []view.Text, results map[int]string, tokens int) string {
 	if !listed {
 		prompt := ""
 		for i := len(texts) - 1; i >= 0; i-- {
-			if texts[i].Role == view.RoleUser && len(texts[i].Results) == 0 {
-				prompt = firstLine(texts[i].Text)
+			if isPrompt(texts[i]) {
+				prompt = firstLine(reminder.ReplaceAllString(texts[i].Text, ""))
 				break
 			}
 		}

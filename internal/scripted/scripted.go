@@ -37,6 +37,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
@@ -194,9 +196,40 @@ func (u *Upstream) read(api view.Codec, body []byte) (*view.Request, error) {
 		return r, nil
 	}
 	if err := api.Parse(r); err != nil {
-		return nil, fmt.Errorf("the conversation: %w", err)
+		// A conversation the codec does not condense is still answered,
+		// as the proxy forwards it: without its system and developer
+		// items (Claude Code sends system messages between the others,
+		// Codex its tools as a developer item of a type the codec does
+		// not know), or else unparsed, with a text answer.
+		u.opts.Logger.Debug("scripted upstream: the codec refuses the conversation", "err", err)
+		if side := withoutSideItems(r); side != nil {
+			if s, err := api.Scan(side, encoding); err == nil && api.Parse(s) == nil {
+				s.Total, s.Compaction = r.Total, r.Compaction
+				return s, nil
+			}
+		}
+		r.Parsed = false
 	}
 	return r, nil
+}
+
+// withoutSideItems returns r's body without the system and developer
+// items of its conversation, or nil when it has none.
+func withoutSideItems(r *view.Request) []byte {
+	var kept []string
+	for i := range r.Items {
+		if role := gjson.Get(r.Raw(i), "role").Str; role != view.RoleSystem && role != view.RoleDeveloper {
+			kept = append(kept, r.Raw(i))
+		}
+	}
+	if len(kept) == len(r.Items) || len(kept) == 0 {
+		return nil
+	}
+	b := append([]byte(nil), r.Body[:r.Array[0]]...)
+	b = append(b, '[')
+	b = append(b, strings.Join(kept, ",")...)
+	b = append(b, ']')
+	return append(b, r.Body[r.Array[1]:]...)
 }
 
 // wait waits the answer's delay, or until ctx ends.

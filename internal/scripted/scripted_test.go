@@ -487,7 +487,7 @@ func TestRoutes(t *testing.T) {
 		{"string input", http.MethodPost, "/v1/responses", `{"model":"m","input":"hi"}`, nil, 200, "output.0.content.0.text"},
 		{"not JSON, chat", http.MethodPost, "/v1/chat/completions", `{`, nil, 400, "error.message"},
 		{"no messages", http.MethodPost, "/v1/messages", `{"model":"m","messages":[]}`, nil, 400, "error.type"},
-		{"unknown role", http.MethodPost, "/v1/chat/completions", `{"model":"m","messages":[{"role":"wizard","content":"x"}]}`, nil, 400, "error.message"},
+		{"an item the codec does not know", http.MethodPost, "/v1/responses", `{"model":"m","input":[{"type":"additional_tools","role":"developer","tools":[]},{"role":"user","content":"hi"}]}`, nil, 200, "output.0.content.0.text"},
 		{"too large", http.MethodPost, "/v1/responses", `{"input":"` + strings.Repeat("x", 1<<16) + `"}`, nil, 413, "error.message"},
 		{"unknown path", http.MethodPost, "/v1/embeddings", `{}`, nil, 404, "error.message"},
 		{"wrong method", http.MethodGet, "/v1/chat/completions", ``, nil, 405, "error.message"},
@@ -497,6 +497,45 @@ func TestRoutes(t *testing.T) {
 			code, body := do(c.method, c.path, c.body, c.header...)
 			if code != c.status || (c.want != "" && !gjson.Get(body, c.want).Exists()) {
 				t.Errorf("%d %s", code, body)
+			}
+		})
+	}
+}
+
+// TestTurnProgress: the model finds where a turn stands through what
+// agents send around it — a system message between the others (Claude
+// Code with newer models; the Messages codec refuses it), user messages
+// holding only system reminders — and never calls tools past maxCalls.
+func TestTurnProgress(t *testing.T) {
+	srv := httptest.NewServer(New(Options{Delay: -1}))
+	defer srv.Close()
+	bash := `"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}]`
+	call := func(i int) string {
+		return fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_scripted0_%08d","name":"Bash","input":{"command":"ls"}}]},`+
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_scripted0_%08d","content":"README.md"}]}`, i, i)
+	}
+	cases := []struct {
+		name, messages string
+		want           string // the command called; "": a text answer
+	}{
+		{"system message", `{"role":"user","content":"Look around."},{"role":"system","content":"Agent types: …"},` + call(1), "head -n 20 README.md"},
+		{"reminder only", call(1) + `,{"role":"user","content":[{"type":"text","text":"<system-reminder>\nfiles changed\n</system-reminder>"}]}`, "head -n 20 README.md"},
+		{"new prompt", call(1) + `,{"role":"assistant","content":"Done."},{"role":"user","content":"Again, please."}`, "ls"},
+	}
+	many := `{"role":"user","content":"Look around."}`
+	for i := range maxCalls {
+		many += "," + call(i) + `,{"role":"assistant","content":"Done."},{"role":"user","content":"Again."}`
+	}
+	cases = append(cases, struct{ name, messages, want string }{"past maxCalls", many, ""})
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.HasPrefix(c.messages, `{"role":"user","content":"`) {
+				c.messages = `{"role":"user","content":"Look around."},` + c.messages
+			}
+			resp, out := post(t, srv.URL+"/v1/messages", []byte(`{"model":"m","max_tokens":100,`+bash+`,"messages":[`+c.messages+`]}`))
+			got := gjson.GetBytes(out, `content.#(type=="tool_use").input.command`).Str
+			if resp.StatusCode != 200 || got != c.want {
+				t.Errorf("called %q, want %q: %d %s", got, c.want, resp.StatusCode, out)
 			}
 		})
 	}
