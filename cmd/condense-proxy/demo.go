@@ -36,6 +36,8 @@ var demoSession []byte
 const (
 	demoWindow = 12000
 	demoPause  = 500 * time.Millisecond
+	// demoClaudeWindow is the demo's window of Claude models.
+	demoClaudeWindow = 32000
 	// demoLLMShare is the demo's condense.auto_llm_share.
 	demoLLMShare = 0.25
 )
@@ -56,7 +58,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer, ready ch
 	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address the demo proxy listens on (port 0: any free port)")
-	window := fs.Int("context-window", demoWindow, "context window of every model, in tokens (small, so the sample condenses)")
+	window := fs.Int("context-window", demoWindow, "context window of every model but Claude's (those get at least 32000), in tokens (small, so the sample condenses)")
 	pause := fs.Duration("pause", demoPause, "pause between the replayed requests")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: condense-proxy demo [flags]
@@ -100,7 +102,13 @@ directory, reads a file and answers.
 	key := "demo-" + randomHex(8)
 	cfg.UI.Keys = []string{key}
 	cfg.LogLevel = "warn"
-	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: *window}}
+	// Claude Code's own prompt and tools are about 25k tokens: under a
+	// smaller window every one of its requests would be too large to
+	// condense. Its models get room for that and a few steps more.
+	cfg.Models = []config.ModelConfig{
+		{Match: "claude-*", ContextWindow: max(*window, demoClaudeWindow)},
+		{Match: "*", ContextWindow: *window},
+	}
 	// Chunks and summaries scaled to the small window, so full condensing
 	// has room to work (the defaults suit 128k windows).
 	cfg.Condense.ChunkTokens = max(256, *window/5)
@@ -143,9 +151,9 @@ directory, reads a file and answers.
   Live page:  %s/ui
   Its key:    %s   (the page asks for it once; it shows every conversation and opens its originals)
 
-Replaying a sample coding session (synthetic: %d requests) at a %d-token window,
+Replaying a sample coding session (synthetic: %d requests) at a %d-token window (Claude models: %d),
 so requests over %d tokens are condensed (mode auto):
-`, base, base, key, len(turns), *window, int(float64(*window)*cfg.Condense.Threshold))
+`, base, base, key, len(turns), *window, max(*window, demoClaudeWindow), int(float64(*window)*cfg.Condense.Threshold))
 	if ready != nil {
 		ready <- [2]string{base, key}
 	}

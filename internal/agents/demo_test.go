@@ -157,7 +157,9 @@ func startDemo(t *testing.T) *demoRun {
 }
 
 // conversations counts the page's conversations of a format, as the
-// demo's key sees them.
+// demo's key sees them, and checks that none has a degraded request (an
+// agent's own prompt over the demo's window would make every request
+// one).
 func (d *demoRun) conversations(t *testing.T, format string) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, d.base+"/ui/api/conversations", nil)
@@ -169,8 +171,9 @@ func (d *demoRun) conversations(t *testing.T, format string) int {
 	defer resp.Body.Close()
 	var list struct {
 		Conversations []struct {
-			Format  string `json:"format"`
-			Content bool   `json:"content"`
+			Format   string `json:"format"`
+			Content  bool   `json:"content"`
+			Degraded int    `json:"degraded"`
 		} `json:"conversations"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
@@ -180,6 +183,9 @@ func (d *demoRun) conversations(t *testing.T, format string) int {
 	for _, c := range list.Conversations {
 		if c.Format == format && c.Content {
 			n++
+		}
+		if c.Degraded > 0 {
+			t.Errorf("a %s conversation has %d degraded requests", c.Format, c.Degraded)
 		}
 	}
 	return n
