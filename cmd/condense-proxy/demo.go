@@ -20,7 +20,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/app"
-	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/scripted"
 	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
@@ -36,10 +36,20 @@ var demoSession []byte
 const (
 	demoWindow = 12000
 	demoPause  = 500 * time.Millisecond
+	// demoClaudeWindow is the demo's window of Claude models.
+	demoClaudeWindow = 32000
+	// demoLLMShare is the demo's condense.auto_llm_share.
+	demoLLMShare = 0.25
 )
 
-// demo runs the proxy (in-memory cache, extractive summaries) in front
-// of a scripted upstream in this process, replays the sample session
+// demoScopeHeader is the demo's only scope header: no client sends it, so
+// every caller of the demo has one scope.
+const demoScopeHeader = "X-Condense-Demo-Scope"
+
+// demo runs the proxy (the default configuration, in-memory cache, its
+// summaries written by the scripted model) in front of a scripted
+// upstream in this process (internal/scripted: chat completions, Messages
+// and Responses, JSON and SSE, tool calls), replays the sample session
 // through it one turn at a time — printing the live page's address, its
 // admin key and one line per request — then keeps serving until ctx ends
 // (Ctrl-C). ready, if not nil, receives the proxy's base URL and the
@@ -48,14 +58,16 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer, ready ch
 	fs := pflag.NewFlagSet("demo", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:8080", "address the demo proxy listens on (port 0: any free port)")
-	window := fs.Int("context-window", demoWindow, "context window of every model, in tokens (small, so the sample condenses)")
+	window := fs.Int("context-window", demoWindow, "context window of every model but Claude's (those get at least 32000), in tokens (small, so the sample condenses)")
 	pause := fs.Duration("pause", demoPause, "pause between the replayed requests")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: condense-proxy demo [flags]
 
-Runs the proxy in front of a built-in scripted upstream (no provider, no API key) and replays a
+Runs the proxy in front of a built-in scripted model (no provider, no API key) and replays a
 sample coding session through it at a small window, so its requests are condensed; open the live
-page it prints to watch. It keeps serving until Ctrl-C: point any OpenAI-compatible client at it.
+page it prints to watch. It keeps serving until Ctrl-C: point Claude Code, Codex or any OpenAI- or
+Anthropic-compatible client at it (the commands are printed); the scripted model lists the
+directory, reads a file and answers.
 
 %s`, fs.FlagUsages())
 	}
@@ -70,34 +82,51 @@ page it prints to watch. It keeps serving until Ctrl-C: point any OpenAI-compati
 		return fmt.Errorf("demo: the sample session: %w", err)
 	}
 
-	// The scripted upstream: answers every chat request with a short
-	// completion, refusing (400) what OpenAI would refuse.
-	fake := fakeupstream.New()
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("demo: starting the scripted upstream: %w", err)
 	}
-	up := &http.Server{Handler: fake, ReadHeaderTimeout: app.ReadHeaderTimeout}
-	go up.Serve(upLn)
-	defer up.Close()
+	defer upLn.Close()
 
+	// The default configuration, but for the window and what suits a
+	// demo on one machine.
 	cfg := config.Defaults()
 	cfg.Listen = *listen
 	cfg.Upstream = "http://" + upLn.Addr().String()
-	cfg.Condense.Summarizer = "extractive"
 	cfg.ScopeSecret = "demo " + randomHex(16)
+	// Every caller of the demo is one caller: the scope is made of a
+	// header nobody sends, so the page's key opens the originals of every
+	// conversation, whatever key the agent sent (the credentials still
+	// reach the upstream, which ignores them).
+	cfg.ScopeHeaders = []string{demoScopeHeader}
 	key := "demo-" + randomHex(8)
 	cfg.UI.Keys = []string{key}
 	cfg.LogLevel = "warn"
-	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: *window}}
+	// Claude Code's own prompt and tools are about 25k tokens: under a
+	// smaller window every one of its requests would be too large to
+	// condense. Its models get room for that and a few steps more.
+	cfg.Models = []config.ModelConfig{
+		{Match: "claude-*", ContextWindow: max(*window, demoClaudeWindow)},
+		{Match: "*", ContextWindow: *window},
+	}
 	// Chunks and summaries scaled to the small window, so full condensing
 	// has room to work (the defaults suit 128k windows).
 	cfg.Condense.ChunkTokens = max(256, *window/5)
 	cfg.Condense.SummaryBudgetTokens = max(256, *window/8)
+	// The sample is short, so auto's allowance for LLM summaries (a share
+	// of the conversation's bill so far, 2%) never pays for one: the
+	// demo allows more, so the page shows the scripted model's summaries
+	// where auto asks for them.
+	cfg.Condense.AutoLLMShare = demoLLMShare
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
 	log := newLogger(&cfg, stderr)
+	// The scripted upstream: answers chat completions, Messages and
+	// Responses, summarizer calls included (internal/scripted).
+	up := &http.Server{Handler: scripted.New(scripted.Options{Logger: log}), ReadHeaderTimeout: app.ReadHeaderTimeout}
+	go up.Serve(upLn)
+	defer up.Close()
 	a, err := app.New(ctx, &cfg, app.Options{Logger: log})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -117,14 +146,14 @@ page it prints to watch. It keeps serving until Ctrl-C: point any OpenAI-compati
 		a.Close(sctx)
 	}()
 
-	fmt.Fprintf(stdout, `condense-proxy demo: the proxy at %s, in front of a built-in scripted upstream (no provider, no key).
+	fmt.Fprintf(stdout, `condense-proxy demo: the proxy at %s, in front of a built-in scripted model (no provider, no key).
 
   Live page:  %s/ui
-  Its key:    %s   (the page asks for it once; it shows every conversation)
+  Its key:    %s   (the page asks for it once; it shows every conversation and opens its originals)
 
-Replaying a sample coding session (synthetic: %d requests) at a %d-token window,
+Replaying a sample coding session (synthetic: %d requests) at a %d-token window (Claude models: %d),
 so requests over %d tokens are condensed (mode auto):
-`, base, base, key, len(turns), *window, int(float64(*window)*cfg.Condense.Threshold))
+`, base, base, key, len(turns), *window, max(*window, demoClaudeWindow), int(float64(*window)*cfg.Condense.Threshold))
 	if ready != nil {
 		ready <- [2]string{base, key}
 	}
@@ -151,16 +180,16 @@ so requests over %d tokens are condensed (mode auto):
 		case <-time.After(*pause):
 		}
 	}
-	fake.Reset() // the replay's bodies; what clients send next is kept anew
 	saved := 0
 	if received > 0 {
 		saved = 100 - forwarded*100/received
 	}
 	fmt.Fprintf(stdout, `
 Done: %d requests, %d condensed; %d tokens received, %d forwarded (%d%% fewer).
-Still serving until Ctrl-C: open %s/ui, or send your own requests to %s/v1
-(any model name; the scripted upstream answers).
-`, len(turns), condensed, received, forwarded, saved, base, base)
+Still serving until Ctrl-C: open %s/ui, or point an agent at %s (any API key;
+the scripted model lists the directory, reads a file and answers):
+
+%s`, len(turns), condensed, received, forwarded, saved, base, base, agentCommands(base))
 	<-ctx.Done()
 	return nil
 }
@@ -240,4 +269,14 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// agentCommands are the commands that point Claude Code and Codex at the
+// demo at base, and any OpenAI-compatible client.
+func agentCommands(base string) string {
+	return fmt.Sprintf(`  Claude Code:  ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=sk-demo claude
+  Codex:        DEMO_KEY=sk-demo codex -m gpt-5.5 -c model_provider=demo \
+                  -c 'model_providers.demo={name="condense-proxy demo", base_url="%[1]s/v1", env_key="DEMO_KEY", wire_api="responses"}'
+  Others:       base URL %[1]s/v1, any key, any model name
+`, base)
 }
