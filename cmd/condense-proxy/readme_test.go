@@ -18,7 +18,8 @@ var update = flag.Bool("update", false, "rewrite the demo's sample session (Test
 // root is the module's root, from this package's folder.
 const root = "../.."
 
-// docFiles are README.md and docs/*.md, by their path from the root.
+// docFiles are README.md, BENCHMARKS.md and docs/*.md, by their path
+// from the root.
 func docFiles(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -26,7 +27,7 @@ func docFiles(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range append([]string{filepath.Join(root, "README.md")}, paths...) {
+	for _, p := range append([]string{filepath.Join(root, "README.md"), filepath.Join(root, "BENCHMARKS.md")}, paths...) {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
