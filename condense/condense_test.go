@@ -253,11 +253,21 @@ func (f *failing) Summarize(ctx context.Context, in SummaryInput) (string, error
 	return "ok", nil
 }
 
+// TestSummarizerFailuresFallBack: a failed summarizer gives extractive
+// summaries, is not called again within the back-off and is called again
+// after it — by the engine's clock (a fake one here, the back-off an hour
+// of it), never the wall's: a loaded machine that takes longer than the
+// back-off for a request does not end it, and the mark the cache keeps
+// for the replicas ends when the clock says.
 func TestSummarizerFailuresFallBack(t *testing.T) {
 	for _, mode := range []string{"error", "timeout", "empty"} {
 		t.Run(mode, func(t *testing.T) {
 			f := &failing{mode: mode}
-			e := newEngine(16000, f, Options{ChunkTokens: 2000, SummaryBudgetTokens: 2000, SummaryTimeout: 50 * time.Millisecond})
+			var clock atomic.Int64
+			clock.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+			now := func() time.Time { return time.Unix(0, clock.Load()) }
+			e := New(Deps{Counter: counter, Models: limits(16000), Cache: cache.NewMemory(256 << 20), Summarizer: f, Now: now},
+				Options{ChunkTokens: 2000, SummaryBudgetTokens: 2000, SummaryTimeout: 50 * time.Millisecond, MaxSummarizerCalls: 1000, NegativeTTL: time.Hour})
 			b := body(t, session(7, 50))
 			res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 			if err != nil {
@@ -276,6 +286,19 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
 			if f.calls.Load() != first {
 				t.Errorf("summarizer called again within the negative-cache window (%d -> %d)", first, f.calls.Load())
+			}
+			// Nor at its last instant; once it has passed, it is.
+			clock.Add(int64(time.Hour) - 1)
+			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
+			e.Close(context.Background())
+			if f.calls.Load() != first {
+				t.Errorf("summarizer called again at the back-off's last instant (%d -> %d)", first, f.calls.Load())
+			}
+			clock.Add(1)
+			e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
+			e.Close(context.Background())
+			if f.calls.Load() == first {
+				t.Errorf("summarizer not called again once the back-off (an hour by the engine's clock) had passed")
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -289,15 +290,17 @@ const backoffWriteTimeout = 5 * time.Second
 
 // backOff stops summarizer calls for key for NegativeTTL, on every replica
 // (the mark is in the cache too, under a hash of the key: it holds the
-// caller's scope). ctx is the failed call's, often ended by the failure
-// itself (its timeout): the mark is written detached from it, within
-// backoffWriteTimeout.
+// caller's scope). The back-off ends by the engine's clock (Deps.Now): the
+// mark holds its end, and the cache's own expiry only forgets it. ctx is
+// the failed call's, often ended by the failure itself (its timeout): the
+// mark is written detached from it, within backoffWriteTimeout.
 func (e *Engine) backOff(ctx context.Context, key string) {
 	now := e.now()
-	e.downUntil.Store(key, now.Add(e.opts.NegativeTTL).UnixNano())
+	until := now.Add(e.opts.NegativeTTL).UnixNano()
+	e.downUntil.Store(key, until)
 	if e.cache != nil {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backoffWriteTimeout)
-		e.cache.Set(wctx, backoffCacheKey(key), []byte("1"), e.opts.NegativeTTL)
+		e.cache.Set(wctx, backoffCacheKey(key), strconv.AppendInt(nil, until, 10), e.opts.NegativeTTL)
 		cancel()
 	}
 	// Keep the map small: forget expired entries now and then.
@@ -322,8 +325,15 @@ func (e *Engine) suspended(ctx context.Context, rq *job, model string) bool {
 	if e.cache == nil {
 		return false
 	}
-	_, ok := e.cache.Get(ctx, backoffCacheKey(key))
-	return ok
+	v, ok := e.cache.Get(ctx, backoffCacheKey(key))
+	if !ok {
+		return false
+	}
+	until, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return true // a mark without its end (an older replica's): the cache's expiry ends it
+	}
+	return until > e.now().UnixNano()
 }
 
 // backingOff is suspended outside any request.

@@ -76,7 +76,7 @@ path goes to the upstream unchanged. /ui is the live page; /healthz, /readyz and
 Other commands: demo, condense (offline), health, version ("condense-proxy help").
 
 Every flag is also an environment variable CONDENSE_<KEY> and a key of the --config YAML file
-(see README.md, Configuration).
+(see docs/configuration.md).
 
 `
 

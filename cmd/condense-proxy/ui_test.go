@@ -127,7 +127,10 @@ func requestsSeen(t *testing.T, base, key string, want int64) {
 }
 
 func TestServeUI(t *testing.T) {
-	base, _, stop := startServe(t)
+	// A grace of an hour: were the open event stream to hold shutdown,
+	// stop would wait for it (and fail after its own bound) — no clock
+	// is read here.
+	base, _, stop := startServe(t, "--shutdown-grace", "1h")
 	if code, body := get(t, base+"/ui", ""); code != 200 || !strings.Contains(body, "condense-proxy") {
 		t.Fatalf("/ui: %d", code)
 	}
@@ -145,12 +148,8 @@ func TestServeUI(t *testing.T) {
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("serve: %v", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("shutdown took %v with an event stream open", d)
 	}
 }
 
