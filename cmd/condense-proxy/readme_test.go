@@ -339,11 +339,6 @@ func definedIn(dir, name string, tests bool) bool {
 	return false
 }
 
-// awaitingCompose are variables the docs name that docker-compose.yml is
-// to define (the compose change of issue 37); once it does, the entry can
-// go.
-var awaitingCompose = map[string]bool{"CONDENSE_BIND": true}
-
 // TestDocsEnvVarsExist: every CONDENSE_* variable README.md and
 // docs/*.md name is a key's (the keys table), one the code reads (named in
 // its Go source), or one docker-compose.yml or .env.example interpolates.
@@ -375,8 +370,6 @@ func TestDocsEnvVarsExist(t *testing.T) {
 		for _, v := range re.FindAllString(md, -1) {
 			switch {
 			case known[v], bytes.Contains(source.Bytes(), []byte(v)):
-			case awaitingCompose[v]:
-				t.Logf("%s names %s, which docker-compose.yml does not define yet", name, v)
 			default:
 				t.Errorf("%s names %s: not a key's variable, and nothing reads it", name, v)
 			}
