@@ -37,7 +37,9 @@ const (
 
 // store is the bounded in-memory record behind the page: overview counters
 // since start, and per conversation (caller scope and conversation id) its
-// recent requests. Texts and shapes of a request (its detail) are kept
+// recent requests. When the conversations are at their bound, the least
+// recently active of the caller keeping the most goes, so one caller
+// cannot push another's conversations off the page. Texts and shapes of a request (its detail) are kept
 // for condensed or degraded requests within a byte budget, oldest dropped
 // first, and for the latest request of each conversation.
 //
@@ -50,9 +52,10 @@ type store struct {
 	version uint64
 	changed chan struct{} // closed and replaced on every change
 
-	convs map[convKey]*conversation
-	byID  map[string]*conversation
-	lru   list.List // of *conversation, most recently active first
+	convs   map[convKey]*conversation
+	byID    map[string]*conversation
+	lru     list.List      // of *conversation, most recently active first
+	byScope map[string]int // conversations kept per caller scope
 
 	details     list.List // of *detail, oldest first
 	detailBytes int
@@ -281,6 +284,7 @@ func newStore(maxConvs, maxReqs, maxDetailBytes int, now time.Time) *store {
 		changed:  make(chan struct{}),
 		convs:    make(map[convKey]*conversation),
 		byID:     make(map[string]*conversation),
+		byScope:  make(map[string]int),
 		modes:    make(map[string]*modeCounts),
 		models:   make(map[string]*modelCounts),
 		degraded: make(map[string]int),
@@ -442,7 +446,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 	c := s.convs[convKey{ev.Scope, rep.Conversation}]
 	if c == nil {
 		for len(s.convs) >= s.maxConvs {
-			s.dropConversation(s.lru.Back().Value.(*conversation))
+			s.dropConversation(s.evictee(ev.Scope))
 		}
 		key := convKey{strings.Clone(ev.Scope), strings.Clone(rep.Conversation)}
 		sum := sha256.Sum256([]byte(key.scope + "\x00" + key.conv))
@@ -455,6 +459,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 			rows:   make([]row, 0, min(s.maxReqs, 16)),
 		}
 		c.elem = s.lru.PushFront(c)
+		s.byScope[key.scope]++
 		s.convs[key] = c
 		s.byID[c.id] = c
 	} else {
@@ -573,6 +578,30 @@ func (s *store) row(c *conversation, n int) *row {
 	return &c.rows[(n-1)%s.maxReqs]
 }
 
+// evictee is the conversation dropped to make room for one of scope:
+// the least recently active of the caller scope keeping the most
+// conversations, the newcomer counted (so at a tie its own caller pays),
+// so one caller's new conversations push out its own, never another
+// caller's while it keeps fewer. mu is held; the store is not empty.
+func (s *store) evictee(scope string) *conversation {
+	count := func(sc string) int {
+		if sc == scope {
+			return s.byScope[sc] + 1
+		}
+		return s.byScope[sc]
+	}
+	most := 0
+	for sc := range s.byScope {
+		most = max(most, count(sc))
+	}
+	for e := s.lru.Back(); e != nil; e = e.Prev() {
+		if c := e.Value.(*conversation); count(c.key.scope) == most {
+			return c
+		}
+	}
+	return s.lru.Back().Value.(*conversation)
+}
+
 func (s *store) dropConversation(c *conversation) {
 	for i := range c.rows {
 		if d := c.rows[i].detail; d != nil {
@@ -580,6 +609,9 @@ func (s *store) dropConversation(c *conversation) {
 		}
 	}
 	s.lru.Remove(c.elem)
+	if s.byScope[c.key.scope]--; s.byScope[c.key.scope] <= 0 {
+		delete(s.byScope, c.key.scope)
+	}
 	delete(s.convs, c.key)
 	delete(s.byID, c.id)
 }

@@ -692,3 +692,34 @@ func TestConcurrentRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestOneCallerCannotPushAnothersConversationsOff: at the bound on
+// conversations, a caller starting new ones pushes out its own least
+// recently active, not another caller's.
+func TestOneCallerCannotPushAnothersConversationsOff(t *testing.T) {
+	u := New(Options{Scope: scopeOf, AuthKeys: []string{"ka", "kb"}})
+	t0 := time.Now()
+	for i := range 33 {
+		record(u, session(bearer("ka"), fmt.Sprint("a", i), "m", "ua", t0.Add(time.Duration(i)*time.Second), 1))
+	}
+	for i := range 105 {
+		record(u, session(bearer("kb"), fmt.Sprint("b", i), "m", "ua", t0.Add(time.Minute+time.Duration(i)*time.Second), 1))
+	}
+	count := func(key string) int {
+		var list listResp
+		if w := call(t, u, "/ui/api/conversations", remote, &list, "Authorization: Bearer "+key); w.Code != 200 {
+			t.Fatalf("list as %s: %d", key, w.Code)
+		}
+		return len(list.Conversations)
+	}
+	if a, b := count("ka"), count("kb"); a != 33 || b != 100-33 {
+		t.Fatalf("caller a keeps %d conversations (want 33), caller b %d (want 67)", a, b)
+	}
+	// A caller alone at the bound: its least recently active goes.
+	for i := range 100 {
+		record(u, session(bearer("ka"), fmt.Sprint("a2-", i), "m", "ua", t0.Add(time.Hour+time.Duration(i)*time.Second), 1))
+	}
+	if a, b := count("ka"), count("kb"); a+b != 100 || b != 50 {
+		t.Fatalf("after a's 100 more: a %d, b %d (want 50 each: the larger loses first)", a, b)
+	}
+}
