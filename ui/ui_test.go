@@ -723,3 +723,70 @@ func TestOneCallerCannotPushAnothersConversationsOff(t *testing.T) {
 		t.Fatalf("after a's 100 more: a %d, b %d (want 50 each: the larger loses first)", a, b)
 	}
 }
+
+// originalsMap is a fake originals store: scope → id → messages.
+type originalsMap map[string]map[string]string
+
+func (m originalsMap) Originals(_ context.Context, scope, id string) ([]byte, bool) {
+	v, ok := m[scope][id]
+	return []byte(v), ok
+}
+
+// TestAdminOpensOriginals: with the originals given to the page, a
+// change's originals link is the page's own endpoint, which reads them in
+// the conversation's scope for an admin key and the conversation's own
+// key — never for another caller's key or a numbers-only viewer.
+func TestAdminOpensOriginals(t *testing.T) {
+	store := originalsMap{bearer("ka"): {"orig-1": `[{"role":"tool","content":"the full test log"}]`}}
+	u := New(Options{Scope: scopeOf, AuthKeys: []string{"ka", "kb"}, AdminKeys: []string{"admin"}, Originals: store})
+	evs := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", time.Now(), 1)
+	evs[0].Report.Changes = []condense.Change{{Kind: condense.ChangeSummary, ID: "orig-1", From: 2, To: 9, TokensBefore: 900, TokensAfter: 50, Text: "a summary"}}
+	record(u, evs)
+	var list listResp
+	call(t, u, "/ui/api/conversations", remote, &list, "Authorization: Bearer admin")
+	if len(list.Conversations) != 1 {
+		t.Fatalf("admin lists %d conversations", len(list.Conversations))
+	}
+	cid := list.Conversations[0].ID
+	var d detailResp
+	if w := call(t, u, "/ui/api/conversations/"+cid+"/requests/1", remote, &d, "Authorization: Bearer admin"); w.Code != 200 || len(d.Request.Changes) != 1 {
+		t.Fatalf("detail: %d %s", w.Code, w.Body)
+	}
+	link := d.Request.Changes[0].Originals
+	if want := "/ui/api/conversations/" + cid + "/originals/orig-1"; link != want {
+		t.Fatalf("originals link %q, want %q", link, want)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"admin", "Authorization: Bearer admin", 200},
+		{"own key", "Authorization: Bearer ka", 200},
+		{"another caller", "Authorization: Bearer kb", 404},
+		{"no key", "", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got struct {
+				ID       string          `json:"id"`
+				Messages json.RawMessage `json:"messages"`
+			}
+			w := call(t, u, link, remote, &got, tc.auth)
+			if w.Code != tc.want {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tc.want)
+			}
+			if w.Code == 200 && (got.ID != "orig-1" || !strings.Contains(string(got.Messages), "the full test log")) {
+				t.Errorf("answer %s", w.Body)
+			}
+		})
+	}
+	if w := call(t, u, "/ui/api/conversations/"+cid+"/originals/unknown", remote, nil, "Authorization: Bearer admin"); w.Code != 404 {
+		t.Errorf("unknown id: %d", w.Code)
+	}
+	// Numbers only (no keys configured): the conversation is listed, its
+	// originals are not served.
+	open := New(Options{Scope: scopeOf, Originals: store})
+	record(open, evs)
+	if w := call(t, open, "/ui/api/conversations/"+cid+"/originals/orig-1", remote, nil); w.Code != 403 {
+		t.Errorf("numbers-only viewer: %d %s", w.Code, w.Body)
+	}
+}

@@ -266,6 +266,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			AdminKeys:                  cfg.UI.Keys,
 			TrustLoopback:              o.TrustLoopback,
 			Scope:                      a.Scoper.Scope,
+			Originals:                  a.Engine,
 		})
 		popts.Recorder, popts.UI = a.Page, a.Page
 	}

@@ -669,7 +669,9 @@ function change(c) {
     const out = h('div', { class: 'orig' });
     box.append(h('div', {},
       h('button', { type: 'button', onclick: () => originals(c.originals, out) }, 'show originals'), ' ',
-      h('a', { href: c.originals, class: 'muted', title: 'needs the same key as the conversation' }, c.originals)), out);
+      h('a', { href: c.originals, class: 'muted', title: c.originals.startsWith('/ui/')
+        ? 'opens with the key this page uses (the conversation\'s own key or an admin key)'
+        : 'needs the same key as the conversation' }, c.originals)), out);
   }
   return box;
 }
@@ -681,8 +683,12 @@ async function originals(path, out) {
     const text = await r.text();
     if (!r.ok) {
       out.replaceChildren(h('p', { class: 'muted' }, r.status === 404
-        ? 'Not available: originals are served only to the conversation\'s own key, for originals_ttl.'
-        : 'Error ' + r.status));
+        ? (path.startsWith('/ui/')
+          ? 'Not available: originals are kept for originals_ttl (and within the store\'s bound).'
+          : 'Not available: originals are served only to the conversation\'s own key, for originals_ttl.')
+        : r.status === 401 || r.status === 403
+          ? 'Not available to this key: originals open with the conversation\'s own key or an admin key (ui.keys).'
+          : 'Error ' + r.status));
       return;
     }
     let pretty = text;
