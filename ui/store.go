@@ -160,6 +160,10 @@ type totals struct {
 	SummarizerCalls int64 `json:"summarizer_calls"`
 	Degraded        int64 `json:"degraded"`
 	Summaries       int64 `json:"summaries"` // changes by kind
+	// SummariesCached are the new summaries read from the summary cache
+	// (made ahead, by another replica, or before a restart of the page),
+	// not made by the request's summarizer calls.
+	SummariesCached int64 `json:"summaries_cached"`
 	Digests         int64 `json:"digests"`
 	Windows         int64 `json:"windows"`
 	Deferred        int64 `json:"deferred"` // over the threshold, forwarded as received by condense.defer
@@ -430,6 +434,7 @@ func (s *store) record(ev *proxy.Event) {
 	if rep.Counted {
 		fresh := s.addToConversation(ev, out, kinds)
 		t.Summaries += int64(fresh[0])
+		t.SummariesCached += int64(min(max(fresh[0]-rep.SummariesMade, 0), rep.SummariesCached))
 		t.Digests += int64(fresh[1])
 		t.Windows += int64(fresh[2])
 	}

@@ -790,3 +790,49 @@ func TestAdminOpensOriginals(t *testing.T) {
 		t.Errorf("numbers-only viewer: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestSummariesFromTheSummaryCache: new summaries read from the summary
+// cache (made ahead, or by another replica) are counted apart from those
+// the request's summarizer calls made, so "0 summarizer calls" beside
+// "2 summaries" says where they came from.
+func TestSummariesFromTheSummaryCache(t *testing.T) {
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
+	sum := func(id string) condense.Change {
+		return condense.Change{Kind: condense.ChangeSummary, ID: id, From: 2, To: 9, TokensBefore: 900, TokensAfter: 50}
+	}
+	ev := func(n int, rep condense.Report) proxy.Event {
+		rep.Counted, rep.Conversation, rep.Applied, rep.TokensBefore, rep.TokensAfter = true, "c", condense.AppliedFull, 1000, 500
+		return proxy.Event{Time: time.Unix(int64(1000+n), 0), Scope: bearer("ka"), Status: 200, Report: rep}
+	}
+	record(u, []proxy.Event{
+		// Two new summaries, both read from the cache: no call.
+		ev(1, condense.Report{Changes: []condense.Change{sum("s1"), sum("s2")}, SummariesCached: 2}),
+		// The same two again (not new) and one made by a call.
+		ev(2, condense.Report{Changes: []condense.Change{sum("s1"), sum("s2"), sum("s3")}, SummariesCached: 2, SummariesMade: 1, Calls: 1}),
+	})
+	var ov overviewResp
+	if w := call(t, u, "/ui/api/overview", loopback, &ov); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	if got := ov.Totals; got.Summaries != 3 || got.SummariesCached != 2 || got.SummarizerCalls != 1 {
+		t.Errorf("%d summaries, %d from the summary cache, %d summarizer calls; want 3, 2, 1", got.Summaries, got.SummariesCached, got.SummarizerCalls)
+	}
+}
+
+// TestOneWordPerCache: every text of the page that speaks of a cache names
+// which — the provider's prompt cache or the proxy's summary cache.
+func TestOneWordPerCache(t *testing.T) {
+	script, err := assets.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names in the code (cache_read, d.cache, fetch's cache option) are
+	// not words on the page.
+	code := regexp.MustCompile(`\w*cache_\w*|\.cache\b|cache: 'no-store'`)
+	named := regexp.MustCompile(`(?i)(prompt[ -]cache|summary cache)`)
+	for i, line := range strings.Split(string(script), "\n") {
+		if rest := code.ReplaceAllString(line, ""); strings.Contains(strings.ToLower(rest), "cache") && !named.MatchString(rest) {
+			t.Errorf("app.js:%d says cache without saying which: %s", i+1, strings.TrimSpace(line))
+		}
+	}
+}
