@@ -783,17 +783,50 @@ func appliedKey(a string) string {
 	return otherKey
 }
 
-// degradedCategory is the part of a degraded reason before its details
-// ("summarizer failed: 502 …" → "summarizer failed"), so reasons group.
+// maxReasonKind bounds a degraded reason's kind (bytes).
+const maxReasonKind = 80
+
+// degradedCategory is the kind of a degraded reason, so reasons group: its
+// first clause, before its details ("summarizer failed: 502 …" →
+// "summarizer failed"), every number in it written N ("auto's LLM
+// summaries would cost about N input tokens' worth, over its allowance of
+// N"), spaces collapsed, and at most maxReasonKind bytes, cut between
+// words with "…".
 func degradedCategory(s string) string {
 	if i := strings.IndexAny(s, ":(;"); i > 0 {
 		s = s[:i]
 	}
-	s = strings.TrimSpace(s)
-	if len(s) > 80 {
-		s = s[:80]
+	var b strings.Builder
+	digits := false
+	for _, f := range strings.Fields(s) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		for i := 0; i < len(f); i++ {
+			c := f[i]
+			// A number: digits, with the separators inside it.
+			number := c >= '0' && c <= '9' || digits && (c == '.' || c == ',') && i+1 < len(f) && f[i+1] >= '0' && f[i+1] <= '9'
+			if number && !digits {
+				b.WriteByte('N')
+			}
+			if !number {
+				b.WriteByte(c)
+			}
+			digits = number
+		}
+		digits = false
 	}
-	return s
+	s = b.String()
+	if len(s) <= maxReasonKind {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:maxReasonKind], ' ')
+	if cut <= 0 {
+		// One long word: cut at a rune boundary.
+		for cut = maxReasonKind; cut > 0 && s[cut]&0xC0 == 0x80; cut-- {
+		}
+	}
+	return strings.TrimRight(s[:cut], " ,.") + "…"
 }
 
 // clip copies s, at most maxTextBytes of it.

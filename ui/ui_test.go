@@ -322,13 +322,13 @@ func TestNamesAreBounded(t *testing.T) {
 	u := New(Options{Scope: scopeOf})
 	for i := 0; i < 3*maxModels; i++ {
 		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Mode: fmt.Sprint("mode-", i), Status: 200, Report: condense.Report{
-			Counted: true, Model: fmt.Sprint("model-", i), Applied: fmt.Sprint("applied-", i), Degraded: fmt.Sprint("reason ", i, ": detail"),
+			Counted: true, Model: fmt.Sprint("model-", i), Applied: fmt.Sprint("applied-", i), Degraded: fmt.Sprintf("reason %c%c: detail", 'a'+i%26, 'a'+i/26),
 			Conversation: fmt.Sprint("c", i%5), TokensBefore: 10, TokensAfter: 10,
 		}})
 	}
 	var ov overviewResp
 	call(t, u, "/ui/api/overview", loopback, &ov)
-	if len(ov.Models) > maxModels+1 || len(ov.Degraded) > maxDegradedReasons+1 || len(ov.Modes) != 1 || ov.Modes[0].Mode != otherKey {
+	if len(ov.Models) > maxModels+1 || len(ov.Degraded) != maxDegradedReasons+1 || len(ov.Modes) != 1 || ov.Modes[0].Mode != otherKey {
 		t.Errorf("%d models, %d reasons, modes %+v", len(ov.Models), len(ov.Degraded), ov.Modes)
 	}
 }
@@ -833,6 +833,53 @@ func TestOneWordPerCache(t *testing.T) {
 	for i, line := range strings.Split(string(script), "\n") {
 		if rest := code.ReplaceAllString(line, ""); strings.Contains(strings.ToLower(rest), "cache") && !named.MatchString(rest) {
 			t.Errorf("app.js:%d says cache without saying which: %s", i+1, strings.TrimSpace(line))
+		}
+	}
+}
+
+// TestDegradedReasonsGroupByKind: reasons that differ only in their
+// numbers are one row; a long reason's kind is cut between words.
+func TestDegradedReasonsGroupByKind(t *testing.T) {
+	long := "auto's LLM summaries would cost about %d input tokens' worth, over its allowance of %.0f (condense.auto_llm_share of the conversation's bill so far); extractive summaries used"
+	reasons := []string{
+		fmt.Sprintf(long, 1234, 56.0),
+		fmt.Sprintf(long, 98765, 4321.0),
+		fmt.Sprintf(long, 7, 0.0),
+		"newest steps over budget; 3 of their tool outputs digested",
+		"newest steps over budget; 12 of their tool outputs digested",
+		"summarizer failed: 502 Bad Gateway",
+		"summarizer failed: context deadline exceeded",
+		"message 12 of 40 shrunk to 1,024 tokens to fit",
+		"message 3 of 9 shrunk to 512 tokens to fit",
+	}
+	u := New(Options{Scope: scopeOf})
+	for i, r := range reasons {
+		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Status: 200, Report: condense.Report{
+			Counted: true, Conversation: fmt.Sprint("c", i), Applied: condense.AppliedFull, TokensBefore: 10, TokensAfter: 5, Degraded: r}})
+	}
+	var ov overviewResp
+	call(t, u, "/ui/api/overview", loopback, &ov)
+	got := map[string]int{}
+	for _, r := range ov.Degraded {
+		got[r.Reason] = r.Count
+	}
+	want := map[string]int{
+		"auto's LLM summaries would cost about N input tokens' worth, over its allowance…": 3,
+		"newest steps over budget":                 2,
+		"summarizer failed":                        2,
+		"message N of N shrunk to N tokens to fit": 2,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("reasons %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("reason %q: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	for k := range got {
+		if len(strings.TrimSuffix(k, "…")) > maxReasonKind {
+			t.Errorf("reason kind %q longer than %d bytes", k, maxReasonKind)
 		}
 	}
 }
