@@ -3,7 +3,10 @@
 // Three stores share one method set (Get, Set, Delete, Ping, Stats):
 //
 //   - Memory: an in-process LRU bounded by bytes; the default when no Redis
-//     is configured.
+//     is configured. NewScopedMemory keeps each scope (a caller) apart:
+//     when full, the scope holding the most bytes loses its least recently
+//     used entry, so one scope cannot push out another's. A key names its
+//     scope by convention, "kind:scope:rest" (KindScope).
 //   - Redis: go-redis against one server. When Redis is down every call
 //     degrades to a miss (Set and Delete to no-ops): requests still
 //     succeed, the failure is counted, and a single log line marks the
@@ -12,7 +15,7 @@
 //   - Layered: Memory in front of Redis, so hot values skip the network.
 //
 // Keys are namespaced with Prefix. The package knows nothing of what it
-// stores. All stores are safe for concurrent use.
+// stores beyond the scope convention above. All stores are safe for concurrent use.
 package cache
 
 import (

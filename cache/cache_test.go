@@ -237,3 +237,50 @@ func TestLayeredCurrentIsNotAStaleCopy(t *testing.T) {
 		t.Fatalf("b.Current = %q %v, want what Redis holds: new", v, ok)
 	}
 }
+
+// A scope that writes more than the store holds pushes out its own
+// entries, not another scope's; the global bound holds.
+func TestScopedMemoryEvictsTheLargestScopeFirst(t *testing.T) {
+	ctx := context.Background()
+	m := NewScopedMemory(64<<10, KindScope)
+	big := bytes.Repeat([]byte("x"), 4<<10)
+	m.Set(ctx, "orig:a:1", big, 0)
+	m.Set(ctx, "orig:a:2", big, 0)
+	m.Set(ctx, "sum", big, 0) // unscoped: a scope of its own
+	for i := range 200 {
+		m.Set(ctx, fmt.Sprintf("orig:b:%d", i), big, 0)
+		if m.Bytes() > 64<<10 {
+			t.Fatalf("after %d writes holds %d bytes, bound %d", i+1, m.Bytes(), 64<<10)
+		}
+	}
+	for _, k := range []string{"orig:a:1", "orig:a:2", "sum"} {
+		if _, ok := m.Get(ctx, k); !ok {
+			t.Errorf("%s evicted by another scope's writes", k)
+		}
+	}
+	if _, ok := m.Get(ctx, "orig:b:199"); !ok {
+		t.Error("the flooding scope's newest entry evicted")
+	}
+	if _, ok := m.Get(ctx, "orig:b:0"); ok {
+		t.Error("the flooding scope's oldest entry kept past the bound")
+	}
+	// A scope's single entry larger than every other scope's share is
+	// what goes when the store is full: its own.
+	m.Set(ctx, "orig:c:x", bytes.Repeat([]byte("y"), 60<<10), 0)
+	if _, ok := m.Get(ctx, "orig:a:1"); !ok {
+		t.Error("a scope's entry evicted by a larger scope's write")
+	}
+	if got := m.ScopeBytes("a") + m.ScopeBytes("b") + m.ScopeBytes("c") + m.ScopeBytes(""); got != m.Bytes() {
+		t.Errorf("scopes hold %d bytes, store %d", got, m.Bytes())
+	}
+}
+
+func TestKindScope(t *testing.T) {
+	for key, want := range map[string]string{
+		"orig:abc:id1": "abc", "mem:abc:conv:3": "abc", "sum:hash": "", "plain": "", "orig::id": "",
+	} {
+		if got := KindScope(key); got != want {
+			t.Errorf("KindScope(%q) = %q, want %q", key, got, want)
+		}
+	}
+}

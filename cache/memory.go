@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"container/heap"
 	"container/list"
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -12,15 +14,25 @@ const entryOverhead = 96
 
 // Memory is an LRU cache bounded by the bytes of its keys and values.
 // Values are copied in and out, so callers may reuse their slices.
+//
+// Scopes. A Memory made with NewScopedMemory keeps each scope's entries
+// (a caller's, say) in an LRU of their own: when the store is full it
+// evicts the least recently used entry of the scope holding the most bytes,
+// so one scope's writes push out its own entries before anyone else's, and
+// a scope holding no more than its share (the bound over the scopes
+// present) keeps everything. Keys whose scope is "" form one scope
+// together. Without scopes (NewMemory) it is one LRU.
 type Memory struct {
 	maxBytes int64
 	now      func() time.Time
+	scopeOf  func(key string) string // nil: one scope
 
 	addMu sync.Mutex // serializes Add (Get then Set)
 	mu    sync.Mutex
 	bytes int64
-	ll    *list.List // front: most recently used
 	items map[string]*list.Element
+	parts map[string]*partition
+	heap  partHeap // every non-empty partition, largest first
 
 	counters
 }
@@ -29,11 +41,44 @@ type memEntry struct {
 	key     string
 	value   []byte
 	expires time.Time // zero: never
+	part    *partition
+}
+
+// partition is one scope's entries.
+type partition struct {
+	scope string
+	bytes int64
+	ll    list.List // front: most recently used
+	index int       // in the heap
 }
 
 // NewMemory returns a Memory holding at most maxBytes (at least 1 KiB).
-func NewMemory(maxBytes int64) *Memory {
-	return &Memory{maxBytes: max(maxBytes, 1024), now: time.Now, ll: list.New(), items: make(map[string]*list.Element)}
+func NewMemory(maxBytes int64) *Memory { return NewScopedMemory(maxBytes, nil) }
+
+// NewScopedMemory returns a Memory holding at most maxBytes (at least 1
+// KiB), its keys' scopes named by scopeOf (KindScope for keys that follow
+// the "kind:scope:rest" convention). A nil scopeOf puts every key in one
+// scope: NewMemory.
+func NewScopedMemory(maxBytes int64, scopeOf func(key string) string) *Memory {
+	return &Memory{maxBytes: max(maxBytes, 1024), now: time.Now, scopeOf: scopeOf,
+		items: make(map[string]*list.Element), parts: make(map[string]*partition)}
+}
+
+// KindScope reads the scope of a key that follows the convention
+// "kind:scope:rest" — the scope is the field between the first two
+// colons, and kind names what is stored (condense's originals,
+// "orig:<scope>:<id>"; memory's slots, "mem:<scope>:<conversation>:<n>").
+// A key with fewer than three fields has scope "".
+func KindScope(key string) string {
+	_, rest, ok := strings.Cut(key, ":")
+	if !ok {
+		return ""
+	}
+	scope, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	return scope
 }
 
 func (e *memEntry) size() int64 { return int64(len(e.key)+len(e.value)) + entryOverhead }
@@ -49,7 +94,7 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool) {
 			m.removeLocked(el)
 			ok = false
 		} else {
-			m.ll.MoveToFront(el)
+			e.part.ll.MoveToFront(el)
 			m.record(true)
 			return append([]byte(nil), e.value...), true
 		}
@@ -59,11 +104,16 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool) {
 }
 
 // Set stores a copy of value; ttl <= 0 means no expiry. A value larger than
-// the whole cache is not stored.
+// the whole cache is not stored. When the cache is full, the least
+// recently used entries of the largest scope go first.
 func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Duration) {
 	e := &memEntry{key: key, value: append([]byte(nil), value...)}
 	if ttl > 0 {
 		e.expires = m.now().Add(ttl)
+	}
+	scope := ""
+	if m.scopeOf != nil {
+		scope = m.scopeOf(key)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -73,10 +123,19 @@ func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Durat
 	if e.size() > m.maxBytes {
 		return
 	}
-	m.items[key] = m.ll.PushFront(e)
+	p := m.parts[scope]
+	if p == nil {
+		p = &partition{scope: strings.Clone(scope)}
+		m.parts[p.scope] = p
+		heap.Push(&m.heap, p)
+	}
+	e.part = p
+	m.items[key] = p.ll.PushFront(e)
+	p.bytes += e.size()
+	heap.Fix(&m.heap, p.index)
 	m.bytes += e.size()
 	for m.bytes > m.maxBytes {
-		m.removeLocked(m.ll.Back())
+		m.removeLocked(m.heap[0].ll.Back())
 	}
 }
 
@@ -104,9 +163,17 @@ func (m *Memory) Delete(_ context.Context, key string) {
 
 func (m *Memory) removeLocked(el *list.Element) {
 	e := el.Value.(*memEntry)
-	m.ll.Remove(el)
+	p := e.part
+	p.ll.Remove(el)
 	delete(m.items, e.key)
 	m.bytes -= e.size()
+	p.bytes -= e.size()
+	if p.ll.Len() == 0 {
+		heap.Remove(&m.heap, p.index)
+		delete(m.parts, p.scope)
+		return
+	}
+	heap.Fix(&m.heap, p.index)
 }
 
 // Ping always succeeds.
@@ -120,4 +187,37 @@ func (m *Memory) Bytes() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.bytes
+}
+
+// ScopeBytes returns the bytes currently held for scope.
+func (m *Memory) ScopeBytes(scope string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.parts[scope]; p != nil {
+		return p.bytes
+	}
+	return 0
+}
+
+// partHeap orders the partitions by bytes, largest first
+// (container/heap).
+type partHeap []*partition
+
+func (h partHeap) Len() int           { return len(h) }
+func (h partHeap) Less(i, j int) bool { return h[i].bytes > h[j].bytes }
+func (h partHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *partHeap) Push(x any) {
+	p := x.(*partition)
+	p.index = len(*h)
+	*h = append(*h, p)
+}
+func (h *partHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return p
 }

@@ -1098,3 +1098,23 @@ func TestNoCodec(t *testing.T) {
 		t.Errorf("applied %s (%s)", res.Report.Applied, res.Report.Reason)
 	}
 }
+
+// TestReportCountsSummariesBySource: a request's report says how many of
+// its summaries were read from the summary cache and how many it made,
+// so the page can tell summarizer calls from cache reads.
+func TestReportCountsSummariesBySource(t *testing.T) {
+	sum := SummarizerFunc(func(ctx context.Context, in SummaryInput) (string, error) {
+		return "summary of " + textHash(in.Text), nil
+	})
+	e := newEngine(32000, sum, Options{ChunkTokens: 4000})
+	b := body(t, session(8, 120))
+	first, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
+	e.Close(context.Background())
+	again, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "s"})
+	if r := first.Report; r.SummariesMade == 0 || r.SummariesMade+r.SummariesCached == 0 {
+		t.Errorf("first request: %d made, %d cached (calls %d, cache %q)", r.SummariesMade, r.SummariesCached, r.Calls, r.Cache)
+	}
+	if r := again.Report; r.Cache != "hit" || r.SummariesMade != 0 || r.SummariesCached == 0 || r.Calls != 0 {
+		t.Errorf("same request again: %d made, %d cached, %d calls, cache %q", r.SummariesMade, r.SummariesCached, r.Calls, r.Cache)
+	}
+}

@@ -80,7 +80,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 			TokensBefore: rq.received().tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
 	}
 	r.Summaries = formatLevels(levels)
-	r.Cache = cacheState(rq.hits, rq.misses)
+	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
 	if len(rq.degraded) > 0 {
 		addDegraded(r, rq.degraded[0])
 	}

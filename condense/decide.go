@@ -150,6 +150,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	defer func() { r.Calls, r.SummarizerSpend = rq.calls, rq.spent }()
 	unchanged := func(outcome, why string) (Result, *view.Request, *view.Request, error) {
 		r.Applied, r.Changes, r.Forwarded, r.Summaries, r.Cache = AppliedNone, nil, nil, "", ""
+		r.SummariesCached, r.SummariesMade = 0, 0
 		r.Degraded = before
 		r.Reason += "; " + why + "; forwarded unchanged"
 		if r.TokensBefore > r.Window {

@@ -318,6 +318,11 @@ type Report struct {
 	Calls        int    // summarizer calls made for this request
 	Duration     time.Duration
 
+	// SummariesCached are the summaries of the request read from the
+	// summary cache; SummariesMade those it made (by the summarizer, a
+	// Call, or extractive).
+	SummariesCached, SummariesMade int
+
 	// Format is the wire format of the request (chat, messages, responses).
 	Format string
 	// Conversation identifies the conversation within the caller's scope

@@ -78,7 +78,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		return nil, fmt.Errorf("counting condensed request: %w", err)
 	}
 	r.Summaries = formatLevels(levels)
-	r.Cache = cacheState(rq.hits, rq.misses)
+	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
 	if len(rq.degraded) > 0 {
 		// The first reason: what a fold summarized later repeats it.
 		addDegraded(r, rq.degraded[0])

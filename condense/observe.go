@@ -34,6 +34,7 @@ func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Tim
 	r.Applied, r.TokensAfter = AppliedObserve, r.TokensBefore
 	r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
 	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
+	r.SummariesCached, r.SummariesMade = 0, 0
 	e.bill(ctx, req.Scope, r, in)
 	cur := summarizeForPrefix(wfwd)
 	cur.at, cur.received = e.now(), unscale(r.TokensBefore, r.safety)

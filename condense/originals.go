@@ -12,6 +12,8 @@ import (
 // so a range replaced again on the next turn keeps its id, and each
 // original is written once: the engine remembers what it wrote recently.
 
+// originalsKey follows package cache's "kind:scope:rest" convention
+// (cache.KindScope): the app's originals store is bounded per scope.
 func originalsKey(scope, id string) string { return "orig:" + scope + ":" + id }
 
 // keepOriginal stores an original unless it was written recently.

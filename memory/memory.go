@@ -20,8 +20,10 @@
 //
 // Bounds: a step's text is cut at 32 KiB by the engine; a conversation
 // holds at most MaxItems items and MaxBytes bytes of text (what comes
-// after is not kept); the store's own bounds (cache_max_bytes without
-// Redis, Redis's memory with it) and the TTL bound it overall.
+// after is not kept); the store's own bounds (memory.max_bytes without
+// Redis, Redis's memory with it) and the TTL bound it overall. Without
+// Redis the store is kept per caller (cache.NewScopedMemory): one caller's
+// conversations push out its own oldest slots, never another caller's.
 //
 // A Memory is safe for concurrent use.
 package memory
@@ -127,6 +129,8 @@ type conv struct {
 	vecs  map[string][]float32 // embeddings read or made, by key
 }
 
+// slotKey follows package cache's "kind:scope:rest" convention
+// (cache.KindScope), so a store bounded per scope keeps callers apart.
 func slotKey(scope, conversation string, n int) string {
 	return "mem:" + scope + ":" + conversation + ":" + strconv.Itoa(n)
 }

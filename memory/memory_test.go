@@ -118,3 +118,26 @@ func TestRecall(t *testing.T) {
 		})
 	}
 }
+
+// TestOneCallerCannotEvictAnothersMemory: over a store bounded per scope
+// (as the app builds it without Redis), a caller writing far more than
+// the store holds pushes out its own slots, never another's. The slot
+// keys follow cache's "kind:scope:rest" convention.
+func TestOneCallerCannotEvictAnothersMemory(t *testing.T) {
+	if got := cache.KindScope(slotKey("scopeA", "conv:1", 3)); got != "scopeA" {
+		t.Fatalf("slot key's scope read as %q", got)
+	}
+	ctx := context.Background()
+	store := cache.NewScopedMemory(256<<10, cache.KindScope)
+	m := New(store, Options{MaxConversations: 1}) // the victim's record is read back from the store
+	m.Add(ctx, "victim", "c", []condense.MemoryItem{step("v1", "the deploy key lives in vault path secret/ci/deploy", 2)})
+	for i := range 100 {
+		m.Add(ctx, "flood", fmt.Sprint("c", i), []condense.MemoryItem{step(fmt.Sprint("f", i), strings.Repeat("noise ", 2000), 2)})
+	}
+	if got := New(store, Options{}).Items(ctx, "flood", "c0"); len(got) != 0 {
+		t.Fatal("the flood never filled the store: the test proves nothing")
+	}
+	if got := ids(m.Items(ctx, "victim", "c")); got != "v1" {
+		t.Fatalf("victim's memory after another caller's flood: %q, want v1", got)
+	}
+}

@@ -204,6 +204,66 @@ type recallJSON struct {
 	Count   int      `json:"count"`            // items returned
 }
 
+// originalsPath is where the page opens the originals behind change id of
+// c: the page's own endpoint when the UI has the originals (any viewer
+// that may read c's content, an admin key included), else the proxy's,
+// which answers only c's own key.
+func (u *UI) originalsPath(c *conversation, id string) string {
+	if u.opts.Originals != nil {
+		return "/ui/api/conversations/" + c.id + "/originals/" + url.PathEscape(id)
+	}
+	return "/v1/condense/originals/" + url.PathEscape(id)
+}
+
+// maxOriginalsID bounds an originals id asked for (they are hex hashes).
+const maxOriginalsID = 128
+
+// originals answers the originals behind a change of a conversation on
+// the page, read in that conversation's caller scope: for a viewer that
+// may read the conversation's content (its own key, or an admin key —
+// the one way an admin reads originals of another caller's scope).
+// Numbers-only viewers get 403; a conversation not shown to the viewer,
+// or originals gone (originals_ttl) or never kept, 404.
+func (u *UI) originals(w http.ResponseWriter, r *http.Request) {
+	v, ok := u.authorize(w, r)
+	if !ok {
+		return
+	}
+	id := r.PathValue("oid")
+	if id == "" || len(id) > maxOriginalsID {
+		writeJSONError(w, http.StatusBadRequest, "no originals id, or one too long")
+		return
+	}
+	s := u.st
+	s.mu.Lock()
+	c := s.byID[r.PathValue("id")]
+	seen, content, scope := c != nil && v.sees(c), c != nil && v.content(c), ""
+	if content {
+		scope = c.key.scope
+	}
+	s.mu.Unlock()
+	switch {
+	case !seen:
+		writeJSONError(w, http.StatusNotFound, "no such conversation (never seen, dropped, or another caller's)")
+		return
+	case !content:
+		writeJSONError(w, http.StatusForbidden, "the originals need the conversation's key or an admin key (ui.keys)")
+		return
+	case u.opts.Originals == nil:
+		writeJSONError(w, http.StatusNotFound, "no originals store")
+		return
+	}
+	b, ok := u.opts.Originals.Originals(r.Context(), scope, id)
+	if !ok || !json.Valid(b) {
+		writeJSONError(w, http.StatusNotFound, "no originals under that id (expired after originals_ttl, or never kept)")
+		return
+	}
+	writeJSON(w, struct {
+		ID       string          `json:"id"`
+		Messages json.RawMessage `json:"messages"`
+	}{id, b})
+}
+
 // authorize returns the viewer, or answers 401 and returns false.
 func (u *UI) authorize(w http.ResponseWriter, r *http.Request) (viewer, bool) {
 	v := u.viewerOf(r)
@@ -380,7 +440,7 @@ func (u *UI) request(w http.ResponseWriter, r *http.Request) {
 			if content {
 				cj.ID, cj.Tool, cj.Text = ch.ID, ch.Tool, ch.Text
 				if ch.ID != "" {
-					cj.Originals = "/v1/condense/originals/" + url.PathEscape(ch.ID)
+					cj.Originals = u.originalsPath(c, ch.ID)
 				}
 			}
 			out.Changes = append(out.Changes, cj)

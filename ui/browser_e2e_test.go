@@ -129,8 +129,11 @@ func TestBrowser(t *testing.T) {
 	if got, want := text(card("Bill (estimated)")+`.querySelector('.sub').textContent`), fmt.Sprintf("%.1f%%", 100*math.Abs(*ov.BillSaving)); !strings.Contains(got, want) {
 		t.Errorf("bill card says %q, want the saving %s", got, want)
 	}
-	if got, want := text(card("Cache-friendly")+`.querySelector('.value').textContent`), fmt.Sprintf("%.1f%%", 100**ov.CacheReadShare); got != want {
+	if got, want := text(card("Prompt cache")+`.querySelector('.value').textContent`), fmt.Sprintf("%.1f%%", 100**ov.CacheReadShare); got != want {
 		t.Errorf("cache-friendly card shows %q, want the cache-read share %s", got, want)
+	}
+	if got := text(card("Summaries") + `.querySelector('.sub').textContent`); !strings.Contains(got, "from the summary cache") || !strings.Contains(got, "summarizer call") {
+		t.Errorf("summaries card says %q: want the summary cache's and the summarizer's shares apart", got)
 	}
 	if got, want := text(card("Observe: auto would bill")+`.querySelector('.sub').textContent`), fmt.Sprintf("%d requests observed", len(obs.Requests)); !strings.Contains(got, want) {
 		t.Errorf("observe card says %q, want %q", got, want)

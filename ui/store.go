@@ -37,7 +37,9 @@ const (
 
 // store is the bounded in-memory record behind the page: overview counters
 // since start, and per conversation (caller scope and conversation id) its
-// recent requests. Texts and shapes of a request (its detail) are kept
+// recent requests. When the conversations are at their bound, the least
+// recently active of the caller keeping the most goes, so one caller
+// cannot push another's conversations off the page. Texts and shapes of a request (its detail) are kept
 // for condensed or degraded requests within a byte budget, oldest dropped
 // first, and for the latest request of each conversation.
 //
@@ -50,9 +52,10 @@ type store struct {
 	version uint64
 	changed chan struct{} // closed and replaced on every change
 
-	convs map[convKey]*conversation
-	byID  map[string]*conversation
-	lru   list.List // of *conversation, most recently active first
+	convs   map[convKey]*conversation
+	byID    map[string]*conversation
+	lru     list.List      // of *conversation, most recently active first
+	byScope map[string]int // conversations kept per caller scope
 
 	details     list.List // of *detail, oldest first
 	detailBytes int
@@ -157,6 +160,10 @@ type totals struct {
 	SummarizerCalls int64 `json:"summarizer_calls"`
 	Degraded        int64 `json:"degraded"`
 	Summaries       int64 `json:"summaries"` // changes by kind
+	// SummariesCached are the new summaries read from the summary cache
+	// (made ahead, by another replica, or before a restart of the page),
+	// not made by the request's summarizer calls.
+	SummariesCached int64 `json:"summaries_cached"`
 	Digests         int64 `json:"digests"`
 	Windows         int64 `json:"windows"`
 	Deferred        int64 `json:"deferred"` // over the threshold, forwarded as received by condense.defer
@@ -281,6 +288,7 @@ func newStore(maxConvs, maxReqs, maxDetailBytes int, now time.Time) *store {
 		changed:  make(chan struct{}),
 		convs:    make(map[convKey]*conversation),
 		byID:     make(map[string]*conversation),
+		byScope:  make(map[string]int),
 		modes:    make(map[string]*modeCounts),
 		models:   make(map[string]*modelCounts),
 		degraded: make(map[string]int),
@@ -426,6 +434,7 @@ func (s *store) record(ev *proxy.Event) {
 	if rep.Counted {
 		fresh := s.addToConversation(ev, out, kinds)
 		t.Summaries += int64(fresh[0])
+		t.SummariesCached += int64(min(max(fresh[0]-rep.SummariesMade, 0), rep.SummariesCached))
 		t.Digests += int64(fresh[1])
 		t.Windows += int64(fresh[2])
 	}
@@ -442,7 +451,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 	c := s.convs[convKey{ev.Scope, rep.Conversation}]
 	if c == nil {
 		for len(s.convs) >= s.maxConvs {
-			s.dropConversation(s.lru.Back().Value.(*conversation))
+			s.dropConversation(s.evictee(ev.Scope))
 		}
 		key := convKey{strings.Clone(ev.Scope), strings.Clone(rep.Conversation)}
 		sum := sha256.Sum256([]byte(key.scope + "\x00" + key.conv))
@@ -455,6 +464,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 			rows:   make([]row, 0, min(s.maxReqs, 16)),
 		}
 		c.elem = s.lru.PushFront(c)
+		s.byScope[key.scope]++
 		s.convs[key] = c
 		s.byID[c.id] = c
 	} else {
@@ -573,6 +583,30 @@ func (s *store) row(c *conversation, n int) *row {
 	return &c.rows[(n-1)%s.maxReqs]
 }
 
+// evictee is the conversation dropped to make room for one of scope:
+// the least recently active of the caller scope keeping the most
+// conversations, the newcomer counted (so at a tie its own caller pays),
+// so one caller's new conversations push out its own, never another
+// caller's while it keeps fewer. mu is held; the store is not empty.
+func (s *store) evictee(scope string) *conversation {
+	count := func(sc string) int {
+		if sc == scope {
+			return s.byScope[sc] + 1
+		}
+		return s.byScope[sc]
+	}
+	most := 0
+	for sc := range s.byScope {
+		most = max(most, count(sc))
+	}
+	for e := s.lru.Back(); e != nil; e = e.Prev() {
+		if c := e.Value.(*conversation); count(c.key.scope) == most {
+			return c
+		}
+	}
+	return s.lru.Back().Value.(*conversation)
+}
+
 func (s *store) dropConversation(c *conversation) {
 	for i := range c.rows {
 		if d := c.rows[i].detail; d != nil {
@@ -580,6 +614,9 @@ func (s *store) dropConversation(c *conversation) {
 		}
 	}
 	s.lru.Remove(c.elem)
+	if s.byScope[c.key.scope]--; s.byScope[c.key.scope] <= 0 {
+		delete(s.byScope, c.key.scope)
+	}
 	delete(s.convs, c.key)
 	delete(s.byID, c.id)
 }
@@ -746,17 +783,50 @@ func appliedKey(a string) string {
 	return otherKey
 }
 
-// degradedCategory is the part of a degraded reason before its details
-// ("summarizer failed: 502 …" → "summarizer failed"), so reasons group.
+// maxReasonKind bounds a degraded reason's kind (bytes).
+const maxReasonKind = 80
+
+// degradedCategory is the kind of a degraded reason, so reasons group: its
+// first clause, before its details ("summarizer failed: 502 …" →
+// "summarizer failed"), every number in it written N ("auto's LLM
+// summaries would cost about N input tokens' worth, over its allowance of
+// N"), spaces collapsed, and at most maxReasonKind bytes, cut between
+// words with "…".
 func degradedCategory(s string) string {
 	if i := strings.IndexAny(s, ":(;"); i > 0 {
 		s = s[:i]
 	}
-	s = strings.TrimSpace(s)
-	if len(s) > 80 {
-		s = s[:80]
+	var b strings.Builder
+	digits := false
+	for _, f := range strings.Fields(s) {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		for i := 0; i < len(f); i++ {
+			c := f[i]
+			// A number: digits, with the separators inside it.
+			number := c >= '0' && c <= '9' || digits && (c == '.' || c == ',') && i+1 < len(f) && f[i+1] >= '0' && f[i+1] <= '9'
+			if number && !digits {
+				b.WriteByte('N')
+			}
+			if !number {
+				b.WriteByte(c)
+			}
+			digits = number
+		}
+		digits = false
 	}
-	return s
+	s = b.String()
+	if len(s) <= maxReasonKind {
+		return s
+	}
+	cut := strings.LastIndexByte(s[:maxReasonKind], ' ')
+	if cut <= 0 {
+		// One long word: cut at a rune boundary.
+		for cut = maxReasonKind; cut > 0 && s[cut]&0xC0 == 0x80; cut-- {
+		}
+	}
+	return strings.TrimRight(s[:cut], " ,.") + "…"
 }
 
 // clip copies s, at most maxTextBytes of it.

@@ -15,13 +15,16 @@
 //	GET /ui/api/conversations                        recent conversations, newest first
 //	GET /ui/api/conversations/{id}                   one conversation's requests (its timeline)
 //	GET /ui/api/conversations/{id}/requests/{n}      one request: changes and shapes
+//	GET /ui/api/conversations/{id}/originals/{oid}   what a change replaced (Options.Originals)
 //	GET /ui/api/events                               server-sent events: "update" when the record changes
 //
 // Who sees what (see viewerOf): with keys configured, an accepted key is
 // needed (401 otherwise); admin keys see everything, other keys their own
-// scope's conversations. With no keys, everyone sees numbers only (with
-// Options.TrustLoopback, loopback clients see everything). The record is this process's: each replica has its
-// own.
+// scope's conversations; the originals behind a change open for whoever
+// may read its conversation, admin keys included (Options.Originals).
+// With no keys, everyone sees numbers only (with Options.TrustLoopback,
+// loopback clients see everything). The record is this process's: each
+// replica has its own.
 package ui
 
 import (
@@ -60,6 +63,14 @@ type Options struct {
 	// (the proxy's own function). Nil: no key owns a conversation, so
 	// non-admin keys see none.
 	Scope func(http.Header) string
+	// Originals, when set, serves the page's originals endpoint
+	// (GET /ui/api/conversations/{id}/originals/{oid}): the originals
+	// behind a change, read in the conversation's caller scope, for any
+	// viewer that may read the conversation — an admin key (ui.keys)
+	// included, the only way an admin key reads another caller's
+	// originals. Nil: the page links to the proxy's
+	// /v1/condense/originals/{id}, which answers only the caller's own key.
+	Originals proxy.Originals
 }
 
 // UI records requests and serves the page. Safe for concurrent use.
@@ -110,6 +121,7 @@ func New(o Options) *UI {
 	m.HandleFunc("GET /ui/api/conversations", u.conversations)
 	m.HandleFunc("GET /ui/api/conversations/{id}", u.conversation)
 	m.HandleFunc("GET /ui/api/conversations/{id}/requests/{n}", u.request)
+	m.HandleFunc("GET /ui/api/conversations/{id}/originals/{oid}", u.originals)
 	m.HandleFunc("GET /ui/api/events", u.events)
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, "no such page endpoint")

@@ -322,13 +322,13 @@ func TestNamesAreBounded(t *testing.T) {
 	u := New(Options{Scope: scopeOf})
 	for i := 0; i < 3*maxModels; i++ {
 		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Mode: fmt.Sprint("mode-", i), Status: 200, Report: condense.Report{
-			Counted: true, Model: fmt.Sprint("model-", i), Applied: fmt.Sprint("applied-", i), Degraded: fmt.Sprint("reason ", i, ": detail"),
+			Counted: true, Model: fmt.Sprint("model-", i), Applied: fmt.Sprint("applied-", i), Degraded: fmt.Sprintf("reason %c%c: detail", 'a'+i%26, 'a'+i/26),
 			Conversation: fmt.Sprint("c", i%5), TokensBefore: 10, TokensAfter: 10,
 		}})
 	}
 	var ov overviewResp
 	call(t, u, "/ui/api/overview", loopback, &ov)
-	if len(ov.Models) > maxModels+1 || len(ov.Degraded) > maxDegradedReasons+1 || len(ov.Modes) != 1 || ov.Modes[0].Mode != otherKey {
+	if len(ov.Models) > maxModels+1 || len(ov.Degraded) != maxDegradedReasons+1 || len(ov.Modes) != 1 || ov.Modes[0].Mode != otherKey {
 		t.Errorf("%d models, %d reasons, modes %+v", len(ov.Models), len(ov.Degraded), ov.Modes)
 	}
 }
@@ -689,6 +689,197 @@ func TestConcurrentRecord(t *testing.T) {
 		}
 		if fmt.Sprint(ca.Requests) != fmt.Sprint(cb.Requests) {
 			t.Errorf("conversation %s: timelines differ", c.ID)
+		}
+	}
+}
+
+// TestOneCallerCannotPushAnothersConversationsOff: at the bound on
+// conversations, a caller starting new ones pushes out its own least
+// recently active, not another caller's.
+func TestOneCallerCannotPushAnothersConversationsOff(t *testing.T) {
+	u := New(Options{Scope: scopeOf, AuthKeys: []string{"ka", "kb"}})
+	t0 := time.Now()
+	for i := range 33 {
+		record(u, session(bearer("ka"), fmt.Sprint("a", i), "m", "ua", t0.Add(time.Duration(i)*time.Second), 1))
+	}
+	for i := range 105 {
+		record(u, session(bearer("kb"), fmt.Sprint("b", i), "m", "ua", t0.Add(time.Minute+time.Duration(i)*time.Second), 1))
+	}
+	count := func(key string) int {
+		var list listResp
+		if w := call(t, u, "/ui/api/conversations", remote, &list, "Authorization: Bearer "+key); w.Code != 200 {
+			t.Fatalf("list as %s: %d", key, w.Code)
+		}
+		return len(list.Conversations)
+	}
+	if a, b := count("ka"), count("kb"); a != 33 || b != 100-33 {
+		t.Fatalf("caller a keeps %d conversations (want 33), caller b %d (want 67)", a, b)
+	}
+	// A caller alone at the bound: its least recently active goes.
+	for i := range 100 {
+		record(u, session(bearer("ka"), fmt.Sprint("a2-", i), "m", "ua", t0.Add(time.Hour+time.Duration(i)*time.Second), 1))
+	}
+	if a, b := count("ka"), count("kb"); a+b != 100 || b != 50 {
+		t.Fatalf("after a's 100 more: a %d, b %d (want 50 each: the larger loses first)", a, b)
+	}
+}
+
+// originalsMap is a fake originals store: scope → id → messages.
+type originalsMap map[string]map[string]string
+
+func (m originalsMap) Originals(_ context.Context, scope, id string) ([]byte, bool) {
+	v, ok := m[scope][id]
+	return []byte(v), ok
+}
+
+// TestAdminOpensOriginals: with the originals given to the page, a
+// change's originals link is the page's own endpoint, which reads them in
+// the conversation's scope for an admin key and the conversation's own
+// key — never for another caller's key or a numbers-only viewer.
+func TestAdminOpensOriginals(t *testing.T) {
+	store := originalsMap{bearer("ka"): {"orig-1": `[{"role":"tool","content":"the full test log"}]`}}
+	u := New(Options{Scope: scopeOf, AuthKeys: []string{"ka", "kb"}, AdminKeys: []string{"admin"}, Originals: store})
+	evs := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", time.Now(), 1)
+	evs[0].Report.Changes = []condense.Change{{Kind: condense.ChangeSummary, ID: "orig-1", From: 2, To: 9, TokensBefore: 900, TokensAfter: 50, Text: "a summary"}}
+	record(u, evs)
+	var list listResp
+	call(t, u, "/ui/api/conversations", remote, &list, "Authorization: Bearer admin")
+	if len(list.Conversations) != 1 {
+		t.Fatalf("admin lists %d conversations", len(list.Conversations))
+	}
+	cid := list.Conversations[0].ID
+	var d detailResp
+	if w := call(t, u, "/ui/api/conversations/"+cid+"/requests/1", remote, &d, "Authorization: Bearer admin"); w.Code != 200 || len(d.Request.Changes) != 1 {
+		t.Fatalf("detail: %d %s", w.Code, w.Body)
+	}
+	link := d.Request.Changes[0].Originals
+	if want := "/ui/api/conversations/" + cid + "/originals/orig-1"; link != want {
+		t.Fatalf("originals link %q, want %q", link, want)
+	}
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"admin", "Authorization: Bearer admin", 200},
+		{"own key", "Authorization: Bearer ka", 200},
+		{"another caller", "Authorization: Bearer kb", 404},
+		{"no key", "", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got struct {
+				ID       string          `json:"id"`
+				Messages json.RawMessage `json:"messages"`
+			}
+			w := call(t, u, link, remote, &got, tc.auth)
+			if w.Code != tc.want {
+				t.Fatalf("%d %s, want %d", w.Code, w.Body, tc.want)
+			}
+			if w.Code == 200 && (got.ID != "orig-1" || !strings.Contains(string(got.Messages), "the full test log")) {
+				t.Errorf("answer %s", w.Body)
+			}
+		})
+	}
+	if w := call(t, u, "/ui/api/conversations/"+cid+"/originals/unknown", remote, nil, "Authorization: Bearer admin"); w.Code != 404 {
+		t.Errorf("unknown id: %d", w.Code)
+	}
+	// Numbers only (no keys configured): the conversation is listed, its
+	// originals are not served.
+	open := New(Options{Scope: scopeOf, Originals: store})
+	record(open, evs)
+	if w := call(t, open, "/ui/api/conversations/"+cid+"/originals/orig-1", remote, nil); w.Code != 403 {
+		t.Errorf("numbers-only viewer: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestSummariesFromTheSummaryCache: new summaries read from the summary
+// cache (made ahead, or by another replica) are counted apart from those
+// the request's summarizer calls made, so "0 summarizer calls" beside
+// "2 summaries" says where they came from.
+func TestSummariesFromTheSummaryCache(t *testing.T) {
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
+	sum := func(id string) condense.Change {
+		return condense.Change{Kind: condense.ChangeSummary, ID: id, From: 2, To: 9, TokensBefore: 900, TokensAfter: 50}
+	}
+	ev := func(n int, rep condense.Report) proxy.Event {
+		rep.Counted, rep.Conversation, rep.Applied, rep.TokensBefore, rep.TokensAfter = true, "c", condense.AppliedFull, 1000, 500
+		return proxy.Event{Time: time.Unix(int64(1000+n), 0), Scope: bearer("ka"), Status: 200, Report: rep}
+	}
+	record(u, []proxy.Event{
+		// Two new summaries, both read from the cache: no call.
+		ev(1, condense.Report{Changes: []condense.Change{sum("s1"), sum("s2")}, SummariesCached: 2}),
+		// The same two again (not new) and one made by a call.
+		ev(2, condense.Report{Changes: []condense.Change{sum("s1"), sum("s2"), sum("s3")}, SummariesCached: 2, SummariesMade: 1, Calls: 1}),
+	})
+	var ov overviewResp
+	if w := call(t, u, "/ui/api/overview", loopback, &ov); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	if got := ov.Totals; got.Summaries != 3 || got.SummariesCached != 2 || got.SummarizerCalls != 1 {
+		t.Errorf("%d summaries, %d from the summary cache, %d summarizer calls; want 3, 2, 1", got.Summaries, got.SummariesCached, got.SummarizerCalls)
+	}
+}
+
+// TestOneWordPerCache: every text of the page that speaks of a cache names
+// which — the provider's prompt cache or the proxy's summary cache.
+func TestOneWordPerCache(t *testing.T) {
+	script, err := assets.ReadFile("assets/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Names in the code (cache_read, d.cache, fetch's cache option) are
+	// not words on the page.
+	code := regexp.MustCompile(`\w*cache_\w*|\.cache\b|cache: 'no-store'`)
+	named := regexp.MustCompile(`(?i)(prompt[ -]cache|summary cache)`)
+	for i, line := range strings.Split(string(script), "\n") {
+		if rest := code.ReplaceAllString(line, ""); strings.Contains(strings.ToLower(rest), "cache") && !named.MatchString(rest) {
+			t.Errorf("app.js:%d says cache without saying which: %s", i+1, strings.TrimSpace(line))
+		}
+	}
+}
+
+// TestDegradedReasonsGroupByKind: reasons that differ only in their
+// numbers are one row; a long reason's kind is cut between words.
+func TestDegradedReasonsGroupByKind(t *testing.T) {
+	long := "auto's LLM summaries would cost about %d input tokens' worth, over its allowance of %.0f (condense.auto_llm_share of the conversation's bill so far); extractive summaries used"
+	reasons := []string{
+		fmt.Sprintf(long, 1234, 56.0),
+		fmt.Sprintf(long, 98765, 4321.0),
+		fmt.Sprintf(long, 7, 0.0),
+		"newest steps over budget; 3 of their tool outputs digested",
+		"newest steps over budget; 12 of their tool outputs digested",
+		"summarizer failed: 502 Bad Gateway",
+		"summarizer failed: context deadline exceeded",
+		"message 12 of 40 shrunk to 1,024 tokens to fit",
+		"message 3 of 9 shrunk to 512 tokens to fit",
+	}
+	u := New(Options{Scope: scopeOf})
+	for i, r := range reasons {
+		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Status: 200, Report: condense.Report{
+			Counted: true, Conversation: fmt.Sprint("c", i), Applied: condense.AppliedFull, TokensBefore: 10, TokensAfter: 5, Degraded: r}})
+	}
+	var ov overviewResp
+	call(t, u, "/ui/api/overview", loopback, &ov)
+	got := map[string]int{}
+	for _, r := range ov.Degraded {
+		got[r.Reason] = r.Count
+	}
+	want := map[string]int{
+		"auto's LLM summaries would cost about N input tokens' worth, over its allowance…": 3,
+		"newest steps over budget":                 2,
+		"summarizer failed":                        2,
+		"message N of N shrunk to N tokens to fit": 2,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("reasons %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("reason %q: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+	for k := range got {
+		if len(strings.TrimSuffix(k, "…")) > maxReasonKind {
+			t.Errorf("reason kind %q longer than %d bytes", k, maxReasonKind)
 		}
 	}
 }

@@ -266,6 +266,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			AdminKeys:                  cfg.UI.Keys,
 			TrustLoopback:              o.TrustLoopback,
 			Scope:                      a.Scoper.Scope,
+			Originals:                  a.Engine,
 		})
 		popts.Recorder, popts.UI = a.Page, a.Page
 	}
@@ -282,7 +283,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 
 // buildCache makes the cache and the originals' store: without Redis two
 // memory stores, each with its own budget (cache_max_bytes,
-// originals_max_bytes), so large originals never push summaries out; with
+// originals_max_bytes), so large originals never push summaries out, the
+// originals' kept per caller (when full, the caller holding the most bytes
+// loses its oldest first); with
 // Redis one store, memory in front of Redis, for both.
 func (a *App) buildCache(ctx context.Context, o Options) error {
 	cfg := a.Config
@@ -292,7 +295,9 @@ func (a *App) buildCache(ctx context.Context, o Options) error {
 		a.Originals = o.Cache
 	case cfg.RedisURL == "" && cfg.RedisClusterURL == "":
 		a.Cache = cache.NewMemory(cfg.CacheMaxBytes)
-		a.Originals = cache.NewMemory(cfg.OriginalsMaxBytes)
+		// Per caller: one caller's originals never push out another's
+		// (the keys are "orig:<scope>:<id>").
+		a.Originals = cache.NewScopedMemory(cfg.OriginalsMaxBytes, cache.KindScope)
 	default:
 		r, err := cache.NewRedis(cache.RedisOptions{URL: cfg.RedisURL, ClusterURL: cfg.RedisClusterURL, Logger: a.Log,
 			Timeout: cfg.RedisTimeout, FailThreshold: cfg.RedisFailThreshold, ProbeInterval: cfg.RedisProbeInterval})
@@ -407,7 +412,9 @@ func (a *App) buildMemory(o Options, transport http.RoundTripper) {
 	if s, ok := a.Cache.(memory.Store); ok && (o.Cache != nil || a.redis != nil) {
 		store = s
 	} else {
-		store = cache.NewMemory(cfg.Memory.MaxBytes)
+		// Per caller, as the originals (the keys are
+		// "mem:<scope>:<conversation>:<n>").
+		store = cache.NewScopedMemory(cfg.Memory.MaxBytes, cache.KindScope)
 	}
 	counter := a.Counter
 	mo := memory.Options{

@@ -259,9 +259,10 @@ function renderCards(ov) {
     stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded · saved ' + pct(savedTokens, t.tokens_received)),
     stat('Bill (estimated)', bill(t.bill_uncondensed) + ' → ' + bill(t.bill),
       saved(ov.bill_saving) + ' · uncondensed → forwarded, in input tokens\' worth', ov.bill_saving < 0 ? 'warn' : ''),
-    stat('Cache-friendly', frac(ov.cache_read_share), ov.cache_read_share === null ? 'nothing forwarded yet'
-      : 'reads from the prompt cache (estimated)' + (t.prefix_requests > 0 ? ' · prefix kept ' + pct(t.prefix_reused, t.prefix_forwarded) : '')),
-    stat('Summarizer calls', num(t.summarizer_calls), (t.summaries === 1 ? '1 summary' : num(t.summaries) + ' summaries') + ' · ' + plural(t.digests, 'digest') + ' · ' + plural(t.windows, 'window') + ' made'),
+    stat('Prompt cache', frac(ov.cache_read_share), ov.cache_read_share === null ? 'nothing forwarded yet'
+      : 'of the forwarded tokens read from the provider\'s prompt cache (estimated)' + (t.prefix_requests > 0 ? ' · prefix kept ' + pct(t.prefix_reused, t.prefix_forwarded) : '')),
+    stat('Summaries', num(t.summaries), num(t.summaries_cached || 0) + ' from the summary cache · ' + plural(t.summarizer_calls, 'summarizer call') +
+      ' · ' + plural(t.digests, 'digest') + ' · ' + plural(t.windows, 'window') + ' made'),
     stat('Degraded', num(t.degraded), t.degraded ? topReason : 'no fallback used', t.degraded ? 'warn' : ''),
   );
   const obs = t.observe;
@@ -274,8 +275,8 @@ function renderCards(ov) {
   const ka = ov.keepalive;
   if (ka) {
     $('#cards').append(stat('Keep-alive', plural(ka.pings, 'ping'),
-      short(ka.cache_read) + ' cache reads bought · net saving ' + short(Math.round(ka.net_saving)) + ' input tokens' +
-      (ka.ping_writes ? ' · ' + num(ka.ping_writes) + ' found the cache gone' : '') + (ka.ping_errors ? ' · ' + plural(ka.ping_errors, 'error') : ''),
+      short(ka.cache_read) + ' prompt-cache reads bought · net saving ' + short(Math.round(ka.net_saving)) + ' input tokens' +
+      (ka.ping_writes ? ' · ' + num(ka.ping_writes) + ' found the prompt cache gone' : '') + (ka.ping_errors ? ' · ' + plural(ka.ping_errors, 'error') : ''),
       ka.net_saving < 0 ? 'warn' : ''));
   }
 }
@@ -337,7 +338,7 @@ function renderModels(ov) {
       h('th', { class: 'num', title: 'estimated bill had the requests gone as received, in input tokens\' worth' }, 'bill uncondensed'),
       h('th', { class: 'num', title: 'estimated bill of the requests forwarded, in input tokens\' worth' }, 'bill forwarded'),
       h('th', { class: 'num' }, 'bill saved'),
-      h('th', { class: 'num', title: 'share of the forwarded tokens read from the prompt cache (estimated)' }, 'cache reads'))),
+      h('th', { class: 'num', title: 'share of the forwarded tokens read from the prompt cache (estimated)' }, 'prompt cache reads'))),
     h('tbody', {}, rows)) : h('p', { class: 'muted' }, 'No request yet.'));
 }
 
@@ -544,7 +545,7 @@ function requestsTable(reqs, id, sel) {
   return h('div', {}, h('h3', {}, 'Requests, newest first'),
     h('table', {}, h('thead', {}, h('tr', {}, h('th', { class: 'num' }, '#'), h('th', {}, 'time'), h('th', { class: 'num' }, 'status'),
       h('th', {}, 'mode → applied'), h('th', { class: 'num' }, 'received'), h('th', { class: 'num' }, 'forwarded'),
-      h('th', {}, 'changes'), h('th', { class: 'num' }, 'cache read / written'),
+      h('th', {}, 'changes'), h('th', { class: 'num' }, 'prompt cache read / written'),
       h('th', { class: 'num', title: 'estimated bill, in input tokens\' worth' }, 'bill'),
       h('th', { class: 'num' }, 'summarizer calls'), h('th', { class: 'num' }, 'duration'))),
     h('tbody', {}, rows)), more);
@@ -579,16 +580,16 @@ function renderDetail(r) {
       chip('status', d.status), chip('mode', d.mode + ' → ' + d.applied),
       chip('tokens', num(d.tokens_received) + ' → ' + num(d.tokens_forwarded) + (savedTokens > 0 ? ' (−' + pct(savedTokens, d.tokens_received) + ')' : '')),
       chip('messages', num(d.messages)), chip('summarizer calls', num(d.summarizer_calls)),
-      d.summary_levels ? chip('summaries', d.summary_levels) : '', d.cache ? chip('cache', d.cache) : '',
+      d.summary_levels ? chip('summaries', d.summary_levels) : '', d.cache ? chip('summary cache', d.cache) : '',
       d.prefix_reused >= 0 ? chip('prefix reused', num(d.prefix_reused)) : '',
       d.agent_compaction ? chip('agent compaction', d.agent_compaction) : '',
       d.recalls ? chip('recalls', num(d.recalls)) : '',
       chip('duration', d.duration_ms.toFixed(1) + ' ms')),
     h('div', { class: 'chips' },
-      chip('cache read / written', num(d.cache_read) + ' / ' + num(d.cache_write)),
+      chip('prompt cache read / written', num(d.cache_read) + ' / ' + num(d.cache_write)),
       chip('bill, est.', billExact(d.bill) + ' (uncondensed ' + billExact(d.bill_uncondensed) + ')'),
       d.applied === 'observe' ? [chip('observe → would apply', d.would_apply || 'none'), chip('would forward', num(d.would_tokens_after) + ' tokens'),
-        chip('would bill', billExact(d.would_bill) + ' (cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
+        chip('would bill', billExact(d.would_bill) + ' (prompt cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
       d.deferred ? h('span', { class: 'chip deferred' }, 'deferred ', h('b', {}, d.deferred_reason || 'condensing it would not have paid')) : ''),
   ];
   if (d.reason) parts.push(h('p', { class: 'reason' }, 'Why: ' + d.reason));
@@ -669,7 +670,9 @@ function change(c) {
     const out = h('div', { class: 'orig' });
     box.append(h('div', {},
       h('button', { type: 'button', onclick: () => originals(c.originals, out) }, 'show originals'), ' ',
-      h('a', { href: c.originals, class: 'muted', title: 'needs the same key as the conversation' }, c.originals)), out);
+      h('a', { href: c.originals, class: 'muted', title: c.originals.startsWith('/ui/')
+        ? 'opens with the key this page uses (the conversation\'s own key or an admin key)'
+        : 'needs the same key as the conversation' }, c.originals)), out);
   }
   return box;
 }
@@ -681,8 +684,12 @@ async function originals(path, out) {
     const text = await r.text();
     if (!r.ok) {
       out.replaceChildren(h('p', { class: 'muted' }, r.status === 404
-        ? 'Not available: originals are served only to the conversation\'s own key, for originals_ttl.'
-        : 'Error ' + r.status));
+        ? (path.startsWith('/ui/')
+          ? 'Not available: originals are kept for originals_ttl (and within the store\'s bound).'
+          : 'Not available: originals are served only to the conversation\'s own key, for originals_ttl.')
+        : r.status === 401 || r.status === 403
+          ? 'Not available to this key: originals open with the conversation\'s own key or an admin key (ui.keys).'
+          : 'Error ' + r.status));
       return;
     }
     let pretty = text;
