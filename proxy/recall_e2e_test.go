@@ -454,7 +454,7 @@ func TestRecallBadInput(t *testing.T) {
 		{"unknown id", "messages", `{"id":"0123456789abcdef0123456789abcdef"}`, "nothing under id 0123456789abcdef0123456789abcdef"},
 		{"another caller's id", "messages", `{"id":"` + otherID + `"}`, "nothing under id " + otherID},
 		{"a path for an id", "messages", `{"id":"../../etc/passwd"}`, "is not an id"},
-		{"huge query", "messages", `{"query":"deploy token ` + strings.Repeat("x", 200_000) + `"}`, "cut to its first 1000 bytes"},
+		{"huge query", "messages", `{"query":"deploy token ` + strings.Repeat("x", 20_000) + `"}`, "cut to its first 1000 bytes"},
 		{"arguments not JSON", "responses", `deploy token`, "must be a JSON object"},
 		{"no arguments", "chat", `{}`, "give `query`"},
 	}

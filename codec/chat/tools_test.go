@@ -58,8 +58,9 @@ func TestAnswerAndTurn(t *testing.T) {
 		t.Fatalf("answer %+v %v", a, err)
 	}
 	recall := func(c view.ToolCall) bool { return c.Name == "condense_recall" }
+	keepRecall := func(_ int, c view.ToolCall) bool { return recall(c) }
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-	out, err := c.AppendTurn([]byte(body), a, recall, []view.ToolResult{{CallID: "c2", Text: "found"}})
+	out, err := c.AppendTurn([]byte(body), a, keepRecall, []view.ToolResult{{CallID: "c2", Text: "found"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func TestToolsAddAndDrop(t *testing.T) {
 		t.Errorf("dropped: %s %v", dropped, err)
 	}
 	a, _ := c.ReadAnswer([]byte(answer))
-	turn, err := c.AppendTurn([]byte(`{"messages":[{"role":"user","content":"hi"}]}`), a, recallCall, []view.ToolResult{{CallID: "u1", Text: "found"}})
+	turn, err := c.AppendTurn([]byte(`{"messages":[{"role":"user","content":"hi"}]}`), a, func(_ int, c view.ToolCall) bool { return recallCall(c) }, []view.ToolResult{{CallID: "u1", Text: "found"}})
 	if err != nil || gjson.GetBytes(turn, "messages.1.content.0.type").String() != "thinking" ||
 		gjson.GetBytes(turn, "messages.2.content.0.tool_use_id").String() != "u1" {
 		t.Errorf("turn: %s %v", turn, err)

@@ -26,7 +26,7 @@ func TestTurnItems(t *testing.T) {
 	if len(turn.Items) != 4 || len(a.Calls) != 2 || turn.Calls[0] != 1 || turn.Calls[1] != 3 || a.Calls[1].ID != "2" {
 		t.Fatalf("read: %+v %+v", turn, a.Calls)
 	}
-	kept := turn.Kept(a, func(c view.ToolCall) bool { return c.Name != "recall" })
+	kept := turn.Kept(a, func(_ int, c view.ToolCall) bool { return c.Name != "recall" })
 	if got := strings.Join(kept, ","); len(kept) != 3 || strings.Contains(got, "recall") || !strings.Contains(got, `"Read"`) {
 		t.Errorf("kept: %s", got)
 	}
