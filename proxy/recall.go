@@ -370,7 +370,7 @@ func (p *Proxy) nextRound(ctx context.Context, ri *reqInfo, st *recallState, req
 		}
 		return recs
 	}
-	noRoom := short(outcomeNoRoom, fmt.Sprintf("%s: what was recalled would not fit the model's context window beside this conversation; "+
+	noRoom := short(outcomeNoRoom, fmt.Sprintf("%s: what it would recall would not fit the model's context window beside this conversation; "+
 		"answer with what you have (or ask for less: one id, or a narrower query).", memory.ToolName))
 
 	// The room the results share: the threshold less the request with
@@ -381,6 +381,7 @@ func (p *Proxy) nextRound(ctx context.Context, ri *reqInfo, st *recallState, req
 		return nil, false
 	}
 	var recs []memory.Recalled
+	recalled := false // recs hold recalled text (not a short result)
 	switch per := (st.trigger - base - recallSlack) / len(answered); {
 	case round >= p.opts.MaxRecallRounds:
 		recs = short("limit", fmt.Sprintf("%s: the limit of %d recall rounds for one answer is reached; "+
@@ -392,9 +393,11 @@ func (p *Proxy) nextRound(ctx context.Context, ri *reqInfo, st *recallState, req
 		for _, i := range answered {
 			recs = append(recs, p.opts.Recall.Recall(ctx, st.scope, st.conv, a.Calls[i].Args, budget, st.creds))
 		}
+		recalled = true
 	}
 	next, n, err := build(recs)
-	if err == nil && n > st.trigger && recs[0].Outcome != outcomeNoRoom {
+	if err == nil && n > st.trigger && recalled {
+		// (the counts of the parts fell short of the whole's)
 		recs = noRoom
 		next, n, err = build(recs)
 	}
