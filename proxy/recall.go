@@ -58,9 +58,12 @@ import (
 //     stop_reason, the response's output) says what is left.
 //   - Bad input (unknown ids, another caller's ids, huge queries) gets a
 //     tool result saying so (package memory), never an error.
-//   - The tool is added only to requests that are condensed, or are of a
-//     conversation condensed before and under the threshold; never to one
-//     the report says goes as received (Report.AsReceived).
+//   - The tool is added to requests that are condensed, and to the other
+//     requests of a conversation condensed before (under the threshold);
+//     never to one the report says goes as received because it could
+//     not be condensed, or was deferred (Report.AsReceived), nor to one
+//     the codec refuses it (tool_choice none; chat: n > 1, the legacy
+//     functions; Responses: state the upstream keeps).
 
 // Recaller answers condense_recall calls from conversations' memories
 // (package memory's Memory is one).

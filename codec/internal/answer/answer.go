@@ -176,14 +176,14 @@ func DropCalls(body []byte, path string, callOf CallOf, drop func(view.ToolCall)
 // calls (Answer().Calls).
 func Release(held []view.Held, calls []view.ToolCall, drop func(int, view.ToolCall) bool, field string, fix func(data []byte, left bool) []byte) []byte {
 	dropped := make([]bool, len(calls))
-	any, left := false, false
+	some, left := false, false
 	for i, c := range calls {
 		dropped[i] = drop(i, c)
-		any = any || dropped[i]
+		some = some || dropped[i]
 		left = left || !dropped[i]
 	}
 	var out bytes.Buffer
-	if !any {
+	if !some {
 		for _, h := range held {
 			out.Write(h.Event)
 		}
