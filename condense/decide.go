@@ -89,6 +89,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	rq := &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over, frontier: -1}
 	if vr.Untouchable != "" {
 		r.Reason = vr.Untouchable + "; forwarded unchanged"
+		r.AsReceived = true
 		if over || tooMany || req.Force {
 			addDegraded(r, vr.Untouchable+"; not condensed")
 		}
@@ -115,6 +116,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	}
 	if err := e.parse(rq); err != nil {
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		r.AsReceived = true
 		observe(mode, "invalid", 0)
 		return res, fwd, in, nil
 	}
@@ -130,6 +132,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		if why, ok := e.deferral(ctx, rq, mode); ok {
 			r.Deferred = why
 			r.Reason += "; deferred: " + why
+			r.AsReceived = true
 			observe(mode, "deferred", 0)
 			return res, fwd, in, nil
 		}
@@ -153,6 +156,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		r.SummariesCached, r.SummariesMade = 0, 0
 		r.Degraded = before
 		r.Reason += "; " + why + "; forwarded unchanged"
+		r.AsReceived = true
 		if r.TokensBefore > r.Window {
 			addDegraded(r, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
 		}

@@ -373,6 +373,12 @@ type Report struct {
 	// AgentCompaction names the agent whose own compaction request this
 	// was ("" when it was none): see compaction.go.
 	AgentCompaction string
+	// AsReceived is set when the request was to be condensed (over the
+	// threshold or max_messages, forced, or under it with eager digests)
+	// or could not be touched, and goes exactly as received instead
+	// (Reason says why: "…; forwarded unchanged", or deferred): nothing
+	// may be added to it on its way (the recall tool is not).
+	AsReceived bool
 
 	safety float64 // the model's safety factor, for counts reported
 	prices prices  // the model's prompt-cache prices

@@ -147,7 +147,7 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 	}, []string{"outcome"})
 	m.recalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "condense_recalls_total",
-		Help: "condense_recall calls the proxy answered, by outcome (found, none, unknown, invalid, limit).",
+		Help: "condense_recall calls the proxy answered, by outcome (found, none, unknown, invalid; limit: past max_recall_rounds; no_room: the recalled text would not fit the window).",
 	}, []string{"outcome"})
 	m.recalledItems = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "condense_recalled_items_total", Help: "Memory items (steps, summaries) returned by condense_recall.",

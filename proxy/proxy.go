@@ -140,6 +140,10 @@ type Options struct {
 	// MaxRecallRounds bounds the rounds one answer's recalls are answered
 	// in. Default 3.
 	MaxRecallRounds int
+	// MaxRecallCalls bounds the recall calls of one answer that are
+	// answered (the others are left out of the round, and the model told
+	// so). Default 4.
+	MaxRecallCalls int
 	// RecallBudgetTokens bounds one recall's answer. Default 4000 (memory.recall_budget_tokens).
 	RecallBudgetTokens int
 }
@@ -249,6 +253,9 @@ func New(o Options) *Proxy {
 	}
 	if o.RecallBudgetTokens <= 0 {
 		o.RecallBudgetTokens = 4000
+	}
+	if o.MaxRecallCalls <= 0 {
+		o.MaxRecallCalls = defaultMaxRecallCalls
 	}
 	if o.Codecs.Chat == nil {
 		o.Codecs.Chat = chat.New(tokenizer.New(tokenizer.Options{}))

@@ -135,8 +135,13 @@ func recallModel(args func(body []byte) string, withRead bool) model {
 
 // chatUpstream is a strict chat-completions fake that answers with a
 // model's Reply, tool calls included, as JSON or as a stream.
+//
+// With legacy, calls are answered as the legacy function_call (the first
+// one). A request of n > 1 gets n choices: the first says "FINAL choice
+// 0", the others are the model's reply.
 type chatUpstream struct {
 	answer model
+	legacy bool
 	mu     sync.Mutex
 	got    []fakeupstream.Received
 }
@@ -169,16 +174,29 @@ func (c *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
+	if c.legacy && len(calls) > 0 {
+		calls, finish = calls[:1], "function_call"
+	}
 	if !gjson.GetBytes(body, "stream").Bool() {
 		msg := map[string]any{"role": "assistant", "content": rep.Text}
-		if len(calls) > 0 {
+		switch {
+		case len(calls) > 0 && c.legacy:
+			msg["function_call"] = calls[0]["function"]
+		case len(calls) > 0:
 			for _, c := range calls {
 				delete(c, "index")
 			}
 			msg["tool_calls"] = calls
 		}
+		choices := []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}
+		if n := int(gjson.GetBytes(body, "n").Int()); n > 1 {
+			choices[0] = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "FINAL choice 0"}, "finish_reason": "stop"}
+			for i := 1; i < n; i++ {
+				choices = append(choices, map[string]any{"index": i, "message": msg, "finish_reason": finish})
+			}
+		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}})
+		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": choices})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -190,12 +208,19 @@ func (c *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, p := range strings.SplitAfter(rep.Text, " ") {
 		chunk(map[string]any{"content": p}, nil)
 	}
-	for _, c := range calls {
-		fn := c["function"].(map[string]any)
+	for _, cl := range calls {
+		fn := cl["function"].(map[string]any)
 		args := fn["arguments"].(string)
-		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": c["index"], "id": c["id"], "type": "function", "function": map[string]any{"name": fn["name"], "arguments": ""}}}}, nil)
+		if c.legacy {
+			chunk(map[string]any{"function_call": map[string]any{"name": fn["name"], "arguments": ""}}, nil)
+			for i := 0; i < len(args); i += 7 {
+				chunk(map[string]any{"function_call": map[string]any{"arguments": args[i:min(i+7, len(args))]}}, nil)
+			}
+			continue
+		}
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": cl["index"], "id": cl["id"], "type": "function", "function": map[string]any{"name": fn["name"], "arguments": ""}}}}, nil)
 		for i := 0; i < len(args); i += 7 {
-			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": c["index"], "function": map[string]any{"arguments": args[i:min(i+7, len(args))]}}}}, nil)
+			chunk(map[string]any{"tool_calls": []any{map[string]any{"index": cl["index"], "function": map[string]any{"arguments": args[i:min(i+7, len(args))]}}}}, nil)
 		}
 	}
 	chunk(map[string]any{}, finish)
@@ -227,18 +252,21 @@ func newRecallStack(t *testing.T, m model) *recallStack {
 	counter := tokenizer.New(tokenizer.Options{})
 	st.msgs = &fakeupstream.Messages{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("messages", b) }}
 	st.resp = &fakeupstream.Responses{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("responses", b) }}
-	st.SetUpstream(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case strings.Contains(r.URL.Path, "/messages"):
-			st.msgs.ServeHTTP(w, r)
-		case strings.HasSuffix(r.URL.Path, "/responses"):
-			st.resp.ServeHTTP(w, r)
-		default:
-			st.chat.ServeHTTP(w, r)
-		}
-	}))
+	st.SetUpstream(http.HandlerFunc(st.route))
 	t.Cleanup(st.Close)
 	return st
+}
+
+// route hands a request to the fake of its format.
+func (st *recallStack) route(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case strings.Contains(r.URL.Path, "/messages"):
+		st.msgs.ServeHTTP(w, r)
+	case strings.HasSuffix(r.URL.Path, "/responses"):
+		st.resp.ServeHTTP(w, r)
+	default:
+		st.chat.ServeHTTP(w, r)
+	}
 }
 
 // upstream returns what the format's fake received.
@@ -454,7 +482,7 @@ func TestRecallBadInput(t *testing.T) {
 		{"unknown id", "messages", `{"id":"0123456789abcdef0123456789abcdef"}`, "nothing under id 0123456789abcdef0123456789abcdef"},
 		{"another caller's id", "messages", `{"id":"` + otherID + `"}`, "nothing under id " + otherID},
 		{"a path for an id", "messages", `{"id":"../../etc/passwd"}`, "is not an id"},
-		{"huge query", "messages", `{"query":"deploy token ` + strings.Repeat("x", 200_000) + `"}`, "cut to its first 1000 bytes"},
+		{"huge query", "messages", `{"query":"deploy token ` + strings.Repeat("x", 20_000) + `"}`, "cut to its first 1000 bytes"},
 		{"arguments not JSON", "responses", `deploy token`, "must be a JSON object"},
 		{"no arguments", "chat", `{}`, "give `query`"},
 	}

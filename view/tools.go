@@ -66,12 +66,13 @@ type Tools interface {
 	// ReadAnswer reads a (non-streamed) answer.
 	ReadAnswer(answer []byte) (Answer, error)
 	// AppendTurn returns request body with the model's turn a appended —
-	// its text and reasoning, and only the calls keep accepts — then the
-	// results of those calls.
-	AppendTurn(body []byte, a Answer, keep func(ToolCall) bool, results []ToolResult) ([]byte, error)
+	// its text and reasoning, and only the calls keep accepts (i is the
+	// call's index in a.Calls) — then the results of those calls.
+	AppendTurn(body []byte, a Answer, keep func(i int, c ToolCall) bool, results []ToolResult) ([]byte, error)
 	// DropCalls returns a (non-streamed) answer without the calls drop
-	// accepts (a last resort: the model kept calling a tool the proxy
-	// stopped answering).
+	// accepts, in every alternative the answer holds (a last resort: the
+	// model kept calling a tool the proxy stopped answering); its final
+	// state (a finish or stop reason) says no call is left when none is.
 	DropCalls(answer []byte, drop func(ToolCall) bool) ([]byte, error)
 	// Stream returns a reader of an answer streamed as server-sent
 	// events. Events that restate the whole answer (a Responses
@@ -80,12 +81,20 @@ type Tools interface {
 	Stream(proxyTool string) AnswerStream
 }
 
+// Held is an event of an answer the proxy held (from the answer's first
+// call on): the bytes Event returned for it, and the index in
+// Answer().Calls of the call it belongs to (-1: none).
+type Held struct {
+	Event []byte
+	Call  int
+}
+
 // AnswerStream reads a streamed answer event by event, and rewrites the
 // events of later rounds so that they continue the answer the agent
 // receives. The proxy's contract: the events before an answer's first
 // call are sent; from the first call on, they are held until the answer
-// ends and then either sent, or dropped (the answer's calls were
-// answered by the proxy and the upstream asked again: Next).
+// ends and then either sent (Release), or dropped (the answer's calls
+// were answered by the proxy and the upstream asked again: Next).
 type AnswerStream interface {
 	// Event reads one event (its lines, without the blank line that ends
 	// it) and returns what it is, the bytes to send in its place (the
@@ -100,4 +109,12 @@ type AnswerStream interface {
 	// KeepAlive returns an event that keeps the stream alive while the
 	// proxy answers a call (a comment, or the format's ping).
 	KeepAlive() []byte
+	// Release returns the held events of the current round, read to its
+	// end, as the agent gets them: the calls drop accepts (i is the
+	// call's index in Answer().Calls) taken out — their events left out,
+	// the items after them numbered on without a gap — and the answer's
+	// final state (chat's finish_reason, Messages' stop_reason, a
+	// Responses output) saying what is left: no tool call when none is.
+	// Nothing dropped: the events as held.
+	Release(held []Held, drop func(i int, c ToolCall) bool) []byte
 }

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,8 +59,9 @@ func TestAnswerAndTurn(t *testing.T) {
 		t.Fatalf("answer %+v %v", a, err)
 	}
 	recall := func(c view.ToolCall) bool { return c.Name == "condense_recall" }
+	keepRecall := func(_ int, c view.ToolCall) bool { return recall(c) }
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
-	out, err := c.AppendTurn([]byte(body), a, recall, []view.ToolResult{{CallID: "c2", Text: "found"}})
+	out, err := c.AppendTurn([]byte(body), a, keepRecall, []view.ToolResult{{CallID: "c2", Text: "found"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,5 +109,136 @@ func TestStreamRounds(t *testing.T) {
 	}
 	if len(s.Answer().Calls) != 0 {
 		t.Error("the next round starts with the last round's calls")
+	}
+}
+
+func TestAddToolRefused(t *testing.T) {
+	c := New(tokenizer.New(tokenizer.Options{}))
+	for name, body := range map[string]string{
+		"several choices":  `{"model":"m","n":2,"messages":[]}`,
+		"legacy functions": `{"model":"m","functions":[{"name":"Read","parameters":{}}],"messages":[]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, ok, err := c.AddTool([]byte(body), testTool)
+			if ok || err != nil || string(out) != body {
+				t.Errorf("ok %v err %v body %s", ok, err, out)
+			}
+		})
+	}
+}
+
+// TestLegacyFunctionCall: a legacy function_call is a call (of a made-up,
+// stable id), appended as a tool call, and dropped with the answer ending
+// its turn.
+func TestLegacyFunctionCall(t *testing.T) {
+	c := New(tokenizer.New(tokenizer.Options{}))
+	answer := `{"choices":[{"index":0,"finish_reason":"function_call","message":{"role":"assistant","content":null,"function_call":{"name":"condense_recall","arguments":"{\"query\":\"x\"}"}}}]}`
+	a, err := c.ReadAnswer([]byte(answer))
+	if err != nil || len(a.Calls) != 1 || a.Calls[0].Name != "condense_recall" || a.Calls[0].ID == "" {
+		t.Fatalf("answer %+v %v", a, err)
+	}
+	out, err := c.AppendTurn([]byte(`{"messages":[{"role":"user","content":"hi"}]}`), a, func(int, view.ToolCall) bool { return true },
+		[]view.ToolResult{{CallID: a.Calls[0].ID, Text: "found"}})
+	if err != nil || gjson.GetBytes(out, "messages.1.tool_calls.0.id").String() != a.Calls[0].ID ||
+		gjson.GetBytes(out, "messages.2.tool_call_id").String() != a.Calls[0].ID {
+		t.Errorf("turn: %s %v", out, err)
+	}
+	dropped, err := c.DropCalls([]byte(answer), func(c view.ToolCall) bool { return c.Name == "condense_recall" })
+	if err != nil || strings.Contains(string(dropped), "condense_recall") || gjson.GetBytes(dropped, "choices.0.finish_reason").String() != "stop" {
+		t.Errorf("dropped: %s %v", dropped, err)
+	}
+}
+
+// TestDropCallsEveryChoice: the calls leave every choice, each choice's
+// finish_reason saying what is left of it.
+func TestDropCallsEveryChoice(t *testing.T) {
+	c := New(tokenizer.New(tokenizer.Options{}))
+	call := func(id, name string) string {
+		return `{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":"{}"}}`
+	}
+	answer := `{"choices":[` +
+		`{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"plain"}},` +
+		`{"index":1,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[` + call("a", "condense_recall") + `]}},` +
+		`{"index":2,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":[` + call("b", "condense_recall") + `,` + call("c", "Read") + `]}}]}`
+	out, err := c.DropCalls([]byte(answer), func(c view.ToolCall) bool { return c.Name == "condense_recall" })
+	if err != nil || strings.Contains(string(out), "condense_recall") {
+		t.Fatalf("dropped: %s %v", out, err)
+	}
+	for i, want := range []string{"stop", "stop", "tool_calls"} {
+		if got := gjson.GetBytes(out, fmt.Sprintf("choices.%d.finish_reason", i)).String(); got != want {
+			t.Errorf("choice %d: finish_reason %q, want %q", i, got, want)
+		}
+	}
+	if gjson.GetBytes(out, "choices.2.message.tool_calls.0.id").String() != "c" || gjson.GetBytes(out, "choices.0.message.content").String() != "plain" {
+		t.Errorf("what is left: %s", out)
+	}
+}
+
+// TestStreamRelease: the released events leave the dropped calls out,
+// number the others on from 0, and end the turn when no call is left.
+func TestStreamRelease(t *testing.T) {
+	recall := func(_ int, c view.ToolCall) bool { return c.Name == "condense_recall" }
+	cases := []struct {
+		name   string
+		events []string
+		finish string
+		has    []string // in the released bytes
+		hasNot []string
+	}{
+		{"recall then Read", []string{
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"r1","function":{"name":"condense_recall","arguments":"{}"}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c1","function":{"name":"Read","arguments":"{}"}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`data: [DONE]`,
+		}, "tool_calls", []string{`"id":"c1"`, `"index":0,"id":"c1"`, "[DONE]"}, []string{"condense_recall", `"index":1`}},
+		{"recall alone", []string{
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"r1","function":{"name":"condense_recall","arguments":""}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}`,
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+			`data: [DONE]`,
+		}, "stop", []string{"[DONE]"}, []string{"condense_recall", "tool_calls\"", `"arguments"`}},
+		{"legacy", []string{
+			`data: {"choices":[{"index":0,"delta":{"function_call":{"name":"condense_recall","arguments":""}}}]}`,
+			`data: {"choices":[{"index":0,"delta":{"function_call":{"arguments":"{}"}}}]}`,
+			`data: {"choices":[{"index":0,"delta":{},"finish_reason":"function_call"}]}`,
+		}, "stop", nil, []string{"condense_recall", "function_call"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(tokenizer.New(tokenizer.Options{})).Stream("condense_recall")
+			var held []view.Held
+			for _, e := range tc.events {
+				_, out, call := s.Event([]byte(e))
+				held = append(held, view.Held{Event: out, Call: call})
+			}
+			out := string(s.Release(held, recall))
+			finish := ""
+			for _, l := range strings.Split(out, "\n") {
+				if v := gjson.Get(strings.TrimPrefix(l, "data: "), "choices.0.finish_reason").String(); strings.HasPrefix(l, "data: {") && v != "" {
+					finish = v
+				}
+			}
+			if finish != tc.finish {
+				t.Errorf("finish_reason %q, want %q:\n%s", finish, tc.finish, out)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(out, h) {
+					t.Errorf("released events lack %s:\n%s", h, out)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if strings.Contains(out, h) {
+					t.Errorf("released events hold %s:\n%s", h, out)
+				}
+			}
+			kept := string(s.Release(held, func(int, view.ToolCall) bool { return false }))
+			var all strings.Builder
+			for _, h := range held {
+				all.Write(h.Event)
+			}
+			if kept != all.String() {
+				t.Error("nothing dropped, but the events changed")
+			}
+		})
 	}
 }

@@ -52,7 +52,7 @@ func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 // blocks (thinking first, as the API requires; empty text blocks left
 // out) but the calls keep refuses, then a user message of tool_result
 // blocks.
-func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
+func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(int, view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
 	t, _ := a.Turn.(*answer.Turn)
 	if t == nil {
 		return nil, errors.New("messages: no turn to append")
@@ -226,3 +226,18 @@ func (s *stream) Next() {
 }
 
 func (*stream) KeepAlive() []byte { return []byte("event: ping\ndata: {\"type\": \"ping\"}\n\n") }
+
+// Release implements view.AnswerStream: the dropped calls' blocks left
+// out, the blocks after them numbered on, and message_delta's stop_reason
+// end_turn when no tool_use block is left.
+func (s *stream) Release(held []view.Held, drop func(int, view.ToolCall) bool) []byte {
+	return answer.Release(held, s.Answer().Calls, drop, "index", func(data []byte, left bool) []byte {
+		if left || gjson.GetBytes(data, "type").String() != "message_delta" || gjson.GetBytes(data, "delta.stop_reason").String() != "tool_use" {
+			return data
+		}
+		if out, err := sjson.SetBytes(data, "delta.stop_reason", "end_turn"); err == nil {
+			return out
+		}
+		return data
+	})
+}

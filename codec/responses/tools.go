@@ -45,7 +45,7 @@ func (*Codec) ReadAnswer(body []byte) (view.Answer, error) {
 // AppendTurn implements view.Tools: the answer's output items (reasoning
 // with its encrypted_content, messages, the kept calls) appended to
 // "input", then a function_call_output per result.
-func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
+func (*Codec) AppendTurn(body []byte, a view.Answer, keep func(int, view.ToolCall) bool, results []view.ToolResult) ([]byte, error) {
 	t, _ := a.Turn.(*answer.Turn)
 	if t == nil {
 		return nil, errors.New("responses: no turn to append")
@@ -241,3 +241,28 @@ func (s *stream) Next() {
 }
 
 func (*stream) KeepAlive() []byte { return []byte(": condense-proxy: answering a recall\n\n") }
+
+// Release implements view.AnswerStream: the dropped calls' items left
+// out (their events, and their place in the output an event restates),
+// the items after them numbered on.
+func (s *stream) Release(held []view.Held, drop func(int, view.ToolCall) bool) []byte {
+	calls := s.Answer().Calls
+	gone := map[view.ToolCall]bool{}
+	for i, c := range calls {
+		if drop(i, c) {
+			gone[view.ToolCall{ID: c.ID, Name: c.Name}] = true
+		}
+	}
+	return answer.Release(held, calls, drop, "output_index", func(data []byte, _ bool) []byte {
+		if len(gone) == 0 || !gjson.GetBytes(data, "response.output").IsArray() {
+			return data
+		}
+		out, _, _, err := answer.DropCalls(data, "response.output", callOf, func(c view.ToolCall) bool {
+			return gone[view.ToolCall{ID: c.ID, Name: c.Name}]
+		})
+		if err != nil {
+			return data
+		}
+		return out
+	})
+}

@@ -68,3 +68,36 @@ func TestStreamRounds(t *testing.T) {
 		t.Errorf("response.completed: %s", d.Raw)
 	}
 }
+
+// TestStreamRelease: a dropped function_call item leaves the released
+// events and the output response.completed restates; the items after it
+// are numbered on without a gap.
+func TestStreamRelease(t *testing.T) {
+	s := New(tokenizer.New(tokenizer.Options{})).Stream("")
+	events := []string{
+		`{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","call_id":"r1","name":"condense_recall","arguments":""}}`,
+		`{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{}"}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","call_id":"r1","name":"condense_recall","arguments":"{}"}}`,
+		`{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","call_id":"c1","name":"Read","arguments":""}}`,
+		`{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","call_id":"c1","name":"Read","arguments":"{}"}}`,
+		`{"type":"response.completed","response":{"id":"resp_1","output":[{"type":"function_call","call_id":"r1","name":"condense_recall","arguments":"{}"},{"type":"function_call","call_id":"c1","name":"Read","arguments":"{}"}]}}`,
+	}
+	var held []view.Held
+	for _, e := range events {
+		_, out, call := s.Event([]byte("event: x\ndata: " + e))
+		held = append(held, view.Held{Event: out, Call: call})
+	}
+	out := string(s.Release(held, func(_ int, c view.ToolCall) bool { return c.Name == "condense_recall" }))
+	if strings.Contains(out, "condense_recall") {
+		t.Errorf("the recall call was released:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		d := gjson.Parse(strings.TrimPrefix(l, "data: "))
+		if oi := d.Get("output_index"); oi.Exists() && oi.Int() != 0 {
+			t.Errorf("the Read item is numbered %d, want 0: %s", oi.Int(), l)
+		}
+		if d.Get("type").String() == "response.completed" && d.Get("response.output.#").Int() != 1 {
+			t.Errorf("response.completed: %s", l)
+		}
+	}
+}

@@ -77,9 +77,18 @@ func Format(name string, data []byte) []byte {
 		b.WriteString(name)
 		b.WriteByte('\n')
 	}
-	b.WriteString("data: ")
-	b.Write(data)
-	b.WriteString("\n\n")
+	// (data of several lines goes as several data lines, as it came)
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+		if !more {
+			break
+		}
+		data = rest
+	}
+	b.WriteByte('\n')
 	return b.Bytes()
 }
 
@@ -119,10 +128,10 @@ func ReadItems(body []byte, path string, callOf CallOf) view.Answer {
 
 // Kept returns the turn's items less the calls of a (its answer) that
 // keep refuses.
-func (t *Turn) Kept(a view.Answer, keep func(view.ToolCall) bool) []string {
+func (t *Turn) Kept(a view.Answer, keep func(int, view.ToolCall) bool) []string {
 	dropped := map[int]bool{}
 	for i, c := range a.Calls {
-		if !keep(c) && i < len(t.Calls) {
+		if !keep(i, c) && i < len(t.Calls) {
 			dropped[t.Calls[i]] = true
 		}
 	}
@@ -136,7 +145,8 @@ func (t *Turn) Kept(a view.Answer, keep func(view.ToolCall) bool) []string {
 }
 
 // DropCalls returns body with the calls drop selects removed from the
-// array at path, how many it removed and how many calls are left.
+// array at path (body itself when none is), how many it removed and how
+// many calls are left.
 func DropCalls(body []byte, path string, callOf CallOf, drop func(view.ToolCall) bool) (out []byte, removed, left int, err error) {
 	var kept []string
 	gjson.GetBytes(body, path).ForEach(func(_, it gjson.Result) bool {
@@ -150,6 +160,87 @@ func DropCalls(body []byte, path string, callOf CallOf, drop func(view.ToolCall)
 		kept = append(kept, it.Raw)
 		return true
 	})
+	if removed == 0 {
+		return body, 0, left, nil
+	}
 	out, err = sjson.SetRawBytes(body, path, []byte("["+strings.Join(kept, ",")+"]"))
 	return out, removed, left, err
+}
+
+// Release is view.AnswerStream's Release for a stream whose items carry
+// their place in a field of each event's data (Messages' "index",
+// Responses' "output_index"): the events of the calls drop accepts are
+// left out, the items after them numbered on without a gap, and fix (nil:
+// none) rewrites what is left of every other event's data (the answer's
+// final state); left is whether calls remain. calls are the round's
+// calls (Answer().Calls).
+func Release(held []view.Held, calls []view.ToolCall, drop func(int, view.ToolCall) bool, field string, fix func(data []byte, left bool) []byte) []byte {
+	dropped := make([]bool, len(calls))
+	some, left := false, false
+	for i, c := range calls {
+		dropped[i] = drop(i, c)
+		some = some || dropped[i]
+		left = left || !dropped[i]
+	}
+	var out bytes.Buffer
+	if !some {
+		for _, h := range held {
+			out.Write(h.Event)
+		}
+		return out.Bytes()
+	}
+	isDropped := func(h view.Held) bool { return h.Call >= 0 && h.Call < len(dropped) && dropped[h.Call] }
+	// The places of the items left out.
+	var gone []int64
+	for _, h := range held {
+		if !isDropped(h) {
+			continue
+		}
+		_, data := Parse(bytes.TrimRight(h.Event, "\n"))
+		if v := gjson.GetBytes(data, field); v.Exists() && !containsInt(gone, v.Int()) {
+			gone = append(gone, v.Int())
+		}
+	}
+	for _, h := range held {
+		if isDropped(h) {
+			continue
+		}
+		name, data := Parse(bytes.TrimRight(h.Event, "\n"))
+		if data == nil || !gjson.ValidBytes(data) {
+			out.Write(h.Event)
+			continue
+		}
+		changed := data
+		if v := gjson.GetBytes(data, field); v.Exists() {
+			before := int64(0)
+			for _, g := range gone {
+				if g < v.Int() {
+					before++
+				}
+			}
+			if before > 0 {
+				if b, err := sjson.SetBytes(changed, field, v.Int()-before); err == nil {
+					changed = b
+				}
+			}
+		}
+		if fix != nil {
+			changed = fix(changed, left)
+		}
+		if bytes.Equal(changed, data) {
+			out.Write(h.Event)
+			continue
+		}
+		out.Write(Format(name, changed))
+	}
+	return out.Bytes()
+}
+
+func containsInt(s []int64, v int64) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package answer
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestTurnItems(t *testing.T) {
 	if len(turn.Items) != 4 || len(a.Calls) != 2 || turn.Calls[0] != 1 || turn.Calls[1] != 3 || a.Calls[1].ID != "2" {
 		t.Fatalf("read: %+v %+v", turn, a.Calls)
 	}
-	kept := turn.Kept(a, func(c view.ToolCall) bool { return c.Name != "recall" })
+	kept := turn.Kept(a, func(_ int, c view.ToolCall) bool { return c.Name != "recall" })
 	if got := strings.Join(kept, ","); len(kept) != 3 || strings.Contains(got, "recall") || !strings.Contains(got, `"Read"`) {
 		t.Errorf("kept: %s", got)
 	}
@@ -36,5 +37,17 @@ func TestTurnItems(t *testing.T) {
 	}
 	if _, removed, left, _ := DropCalls(body, "out", callOf, func(view.ToolCall) bool { return false }); removed != 0 || left != 2 {
 		t.Errorf("drop nothing: removed %d left %d", removed, left)
+	}
+}
+
+// TestFormatLines: data of several lines goes as several data lines, so
+// the event parses back to the same data.
+func TestFormatLines(t *testing.T) {
+	for _, data := range []string{`{"a":1}`, "{\n\"a\": 1\n}"} {
+		ev := Format("x", []byte(data))
+		name, got := Parse(bytes.TrimRight(ev, "\n"))
+		if name != "x" || string(got) != data || !bytes.HasSuffix(ev, []byte("\n\n")) {
+			t.Errorf("Format(%q) = %q, parsed back as %q %q", data, ev, name, got)
+		}
 	}
 }
