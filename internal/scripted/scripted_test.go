@@ -171,7 +171,7 @@ func TestAgentTurn(t *testing.T) {
 						t.Fatalf("step %d: calls %+v", step, ans.Calls)
 					}
 					var err error
-					body, err = a.codec.AppendTurn(body, ans, func(view.ToolCall) bool { return true },
+					body, err = a.codec.AppendTurn(body, ans, func(int, view.ToolCall) bool { return true },
 						[]view.ToolResult{{CallID: c.ID, Text: outputs[step]}})
 					if err != nil {
 						t.Fatal(err)
