@@ -196,20 +196,54 @@ func (f *fileLog) noteCall(name, args string) {
 	}
 }
 
-// noteResult records files a search result lists.
+// noteResult records files a search result lists: the paths of its first
+// 59 lines, 3 a line, and the first 3 of the rest.
 func (f *fileLog) noteResult(text string) {
 	n := 0
-	for _, line := range strings.SplitN(text, "\n", 60) {
-		for _, m := range pathToken.FindAllStringSubmatch(line, 3) {
-			if strings.Contains(m[1], "/") {
-				f.add(m[1], "found")
-				n++
+	for i, line := range strings.SplitN(text, "\n", 60) {
+		left := 3
+		for {
+			// The rest (i == 59) is read line by line, as a path never
+			// spans lines, and only the lines that may hold one are
+			// searched: linear, whatever the text.
+			l, rest, more := line, "", false
+			if i == 59 {
+				l, rest, more = strings.Cut(line, "\n")
 			}
+			if mayHavePath(l) {
+				for _, m := range pathToken.FindAllStringSubmatch(l, left) {
+					left--
+					if strings.Contains(m[1], "/") {
+						f.add(m[1], "found")
+						n++
+					}
+				}
+			}
+			if !more || left == 0 {
+				break
+			}
+			line = rest
 		}
 		if n > 40 {
 			return
 		}
 	}
+}
+
+// mayHavePath reports whether s has what every pathToken match has: a dot
+// before an ASCII letter.
+func mayHavePath(s string) bool {
+	for i := strings.IndexByte(s, '.'); i >= 0 && i+1 < len(s); {
+		if c := s[i+1] | 0x20; c >= 'a' && c <= 'z' {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], '.')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // section renders the Files section, most recent first, bounded.
