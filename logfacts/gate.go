@@ -1,7 +1,6 @@
 package logfacts
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 )
@@ -12,37 +11,67 @@ import (
 // the same answers (gate_test.go checks them against the expressions):
 // gates — a substring every match of an expression contains, looked for
 // first, so that the expression runs only on the lines that have one —,
-// errorish by hand, and failingTest one alternative at a time (each
-// anchored or starting with a literal, which the engine finds fast).
-// Every check is linear in its line.
+// errorish and exitLine by hand in one pass, and failingTest one
+// alternative at a time, each behind its own literal. Every check is
+// linear in its line.
 
-// failingTestParts are failingTest's alternatives: a line matches
-// failingTest when it matches one of them.
-var failingTestParts = func() []*regexp.Regexp {
-	var out []*regexp.Regexp
-	for _, p := range []string{`--- FAIL: (\S+)`, `^FAILED (\S+)`, `^FAIL: (\S+)`, `^ERROR: (\S+)`, `✗ (\S.*)`,
-		`^\s*(\S+) \.\.\. (?:FAIL|ERROR)`, `^test (\S+) \.\.\. FAILED`, `●\s+(\S.*\S)`} {
-		out = append(out, regexp.MustCompile(p))
+// failingTestParts are failingTest's alternatives, each with a literal
+// its matches hold (at the start of the line when prefix): a line
+// matches failingTest when it matches one of them.
+var failingTestParts = func() []failPart {
+	var out []failPart
+	for _, p := range []struct {
+		re, lit string
+		prefix  bool
+	}{
+		{`--- FAIL: (\S+)`, "--- FAIL: ", false}, {`^FAILED (\S+)`, "FAILED ", true}, {`^FAIL: (\S+)`, "FAIL: ", true},
+		{`^ERROR: (\S+)`, "ERROR: ", true}, {`✗ (\S.*)`, "✗ ", false}, {`^\s*(\S+) \.\.\. (?:FAIL|ERROR)`, " ... ", false},
+		{`^test (\S+) \.\.\. FAILED`, "test ", true}, {`●\s+(\S.*\S)`, "●", false},
+	} {
+		out = append(out, failPart{regexp.MustCompile(p.re), p.lit, p.prefix})
 	}
 	return out
 }()
 
-// mayFailTest: every match of failingTest contains FAIL, ERROR, ✗ or ●.
-func mayFailTest(s string) bool {
-	return strings.Contains(s, "FAIL") || strings.Contains(s, "ERROR") || strings.Contains(s, "✗") || strings.Contains(s, "●")
+type failPart struct {
+	re     *regexp.Regexp
+	lit    string
+	prefix bool
+}
+
+// may reports whether s holds the part's literal.
+func (p failPart) may(s string) bool {
+	if p.prefix {
+		return strings.HasPrefix(s, p.lit)
+	}
+	return strings.Contains(s, p.lit)
 }
 
 // isFailingTest is failingTest.MatchString(s).
 func isFailingTest(s string) bool {
-	if !mayFailTest(s) {
-		return false
-	}
-	for _, re := range failingTestParts {
-		if re.MatchString(s) {
+	for _, p := range failingTestParts {
+		if p.may(s) && p.re.MatchString(s) {
 			return true
 		}
 	}
 	return false
+}
+
+// failingTestName is the name failingTest.FindStringSubmatch(s) captures
+// ("" when it does not match): the match that starts first, of the first
+// alternative at that start.
+func failingTestName(s string) string {
+	best, name := -1, ""
+	for _, p := range failingTestParts {
+		if !p.may(s) {
+			continue
+		}
+		m := p.re.FindStringSubmatchIndex(s)
+		if m != nil && (best < 0 || m[0] < best) {
+			best, name = m[0], s[m[2]:m[3]]
+		}
+	}
+	return name
 }
 
 // isSpaceRE is \s of Go's regexp: [\t\n\f\r ].
@@ -85,21 +114,31 @@ func foldsOntoASCII(s string) bool {
 }
 
 // isWordByte is \w (and \b's word character) of Go's regexp, on a byte
-// lowered by lowerASCII: bytes of other runes are not.
+// lowered by lower: bytes of other runes are not.
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
 }
 
-// lowerASCII returns s with its ASCII letters lowered (same length),
-// written into buf when it is large enough.
-func lowerASCII(s string, buf []byte) []byte {
-	buf = append(buf[:0], s...)
-	for i, c := range buf {
-		if c >= 'A' && c <= 'Z' {
-			buf[i] = c + 'a' - 'A'
+// lower lowers an ASCII letter.
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasPrefixFold reports whether s starts with lit (lowercase ASCII),
+// ASCII letters compared without case.
+func hasPrefixFold(s, lit string) bool {
+	if len(s) < len(lit) {
+		return false
+	}
+	for i := 0; i < len(lit); i++ {
+		if lower(s[i]) != lit[i] {
+			return false
 		}
 	}
-	return buf
+	return true
 }
 
 // errorishWords are errorish's alternatives that start with a word
@@ -107,38 +146,42 @@ func lowerASCII(s string, buf []byte) []byte {
 // word characters that may follow it before a boundary (nil: any, no
 // boundary needed).
 var errorishWords = []struct {
-	word  []byte
+	word  string
 	start bool
 	tails []string
 }{
-	{[]byte("error"), false, []string{""}}, // \berror\b | \w+error\b: a boundary after
-	{[]byte("exception"), true, []string{""}},
-	{[]byte("traceback"), false, nil},
-	{[]byte("panic"), true, []string{""}},
-	{[]byte("panicked"), true, []string{""}},
-	{[]byte("fail"), true, []string{"", "ed", "ure", "s"}},
-	{[]byte("fatal"), true, []string{""}},
-	{[]byte("assert"), true, []string{"", "ion"}},
-	{[]byte("segmentation fault"), false, nil},
-	{[]byte("undefined reference"), false, nil},
+	{"error", false, []string{""}}, // \berror\b | \w+error\b: a boundary after
+	{"exception", true, []string{""}},
+	{"traceback", false, nil},
+	{"panic", true, []string{""}},
+	{"panicked", true, []string{""}},
+	{"fail", true, []string{"", "ed", "ure", "s"}},
+	{"fatal", true, []string{""}},
+	{"assert", true, []string{"", "ion"}},
+	{"segmentation fault", false, nil},
+	{"undefined reference", false, nil},
 }
 
-// isErrorish is errorish.MatchString(s); buf is scratch space.
-func isErrorish(s string, buf *[]byte) bool {
+// errorishByFirst lists, for each byte, the errorishWords it starts.
+var errorishByFirst = func() (t [256][]int) {
+	for i, w := range errorishWords {
+		for _, c := range []byte{w.word[0], w.word[0] - 'a' + 'A'} {
+			t[c] = append(t[c], i)
+		}
+	}
+	return t
+}()
+
+// isErrorish is errorish.MatchString(s), in one pass over s.
+func isErrorish(s string) bool {
 	if foldsOntoASCII(s) {
 		return errorish.MatchString(s)
 	}
-	*buf = lowerASCII(s, *buf)
-	low := *buf
-	for _, w := range errorishWords {
-		for from := 0; ; {
-			i := bytes.Index(low[from:], w.word)
-			if i < 0 {
-				break
-			}
-			i += from
-			from = i + 1
-			if w.start && i > 0 && isWordByte(low[i-1]) {
+	for i := 0; i < len(s); i++ {
+		for _, k := range errorishByFirst[s[i]] {
+			w := &errorishWords[k]
+			if len(s)-i < len(w.word) || lower(s[i+1]) != w.word[1] || !hasPrefixFold(s[i:], w.word) ||
+				w.start && i > 0 && isWordByte(lower(s[i-1])) {
 				continue
 			}
 			if w.tails == nil {
@@ -146,11 +189,11 @@ func isErrorish(s string, buf *[]byte) bool {
 			}
 			end := i + len(w.word)
 			j := end
-			for j < len(low) && isWordByte(low[j]) {
+			for j < len(s) && isWordByte(lower(s[j])) {
 				j++
 			}
 			for _, t := range w.tails {
-				if string(low[end:j]) == t {
+				if len(t) == j-end && hasPrefixFold(s[end:j], t) {
 					return true
 				}
 			}
@@ -159,39 +202,23 @@ func isErrorish(s string, buf *[]byte) bool {
 	return false
 }
 
-// failingTestName is the name failingTest.FindStringSubmatch(s) captures
-// ("" when it does not match): the match that starts first, of the first
-// alternative at that start.
-func failingTestName(s string) string {
-	if !mayFailTest(s) {
-		return ""
-	}
-	best, name := -1, ""
-	for _, re := range failingTestParts {
-		m := re.FindStringSubmatchIndex(s)
-		if m != nil && (best < 0 || m[0] < best) {
-			best, name = m[0], s[m[2]:m[3]]
-		}
-	}
-	return name
-}
-
 // exitLiterals start exitLine's alternatives (lowered), each with what
 // follows it before the status: \s* after <returncode>, [ :]* after
 // "exit code" and "exit status", nothing after the last.
 var exitLiterals = []struct {
-	lit  []byte
+	lit  string
 	skip func(byte) bool
 }{
-	{[]byte("<returncode>"), isSpaceRE},
-	{[]byte("exit code"), func(c byte) bool { return c == ' ' || c == ':' }},
-	{[]byte("exit status"), func(c byte) bool { return c == ' ' || c == ':' }},
-	{[]byte("process exited with code "), func(byte) bool { return false }},
+	{"<returncode>", isSpaceRE},
+	{"exit code", func(c byte) bool { return c == ' ' || c == ':' }},
+	{"exit status", func(c byte) bool { return c == ' ' || c == ':' }},
+	{"process exited with code ", func(byte) bool { return false }},
 }
 
-// exitStatus is Exit: the status of exitLine's first match, found by
-// looking for its literals (ASCII-lowered: text without ſ or K folds onto
-// nothing else) and reading the number after each.
+// exitStatus is Exit: the status of exitLine's first match, found in one
+// pass by looking for its literals (ASCII letters without case: text
+// without ſ or K folds onto nothing else) and reading the number after
+// each.
 func exitStatus(text string) string {
 	if foldsOntoASCII(text) {
 		m := exitLine.FindStringSubmatch(text)
@@ -202,49 +229,30 @@ func exitStatus(text string) string {
 		}
 		return ""
 	}
-	low := lowerASCII(text, nil)
-	next := make([]int, len(exitLiterals)) // next occurrence of each at or after from
-	for i, e := range exitLiterals {
-		next[i] = index(low, e.lit, 0)
-	}
-	for {
-		at, which := -1, -1
-		for i, n := range next {
-			if n >= 0 && (at < 0 || n < at) {
-				at, which = n, i
+	for i := 0; i < len(text); i++ {
+		if c := lower(text[i]); c != '<' && c != 'e' && c != 'p' {
+			continue
+		}
+		for _, e := range exitLiterals {
+			if !hasPrefixFold(text[i:], e.lit) {
+				continue
+			}
+			j := i + len(e.lit)
+			for j < len(text) && e.skip(text[j]) {
+				j++
+			}
+			k := j
+			if k < len(text) && text[k] == '-' {
+				k++
+			}
+			d := k
+			for d < len(text) && text[d] >= '0' && text[d] <= '9' {
+				d++
+			}
+			if d > k {
+				return text[j:d]
 			}
 		}
-		if at < 0 {
-			return ""
-		}
-		e := exitLiterals[which]
-		j := at + len(e.lit)
-		for j < len(low) && e.skip(low[j]) {
-			j++
-		}
-		k := j
-		if k < len(low) && low[k] == '-' {
-			k++
-		}
-		d := k
-		for d < len(low) && low[d] >= '0' && low[d] <= '9' {
-			d++
-		}
-		if d > k {
-			return text[j:d]
-		}
-		next[which] = index(low, e.lit, at+1)
 	}
-}
-
-// index is the position of the first lit in s at or after from, or -1.
-func index(s, lit []byte, from int) int {
-	if from > len(s) {
-		return -1
-	}
-	i := bytes.Index(s[from:], lit)
-	if i < 0 {
-		return -1
-	}
-	return from + i
+	return ""
 }

@@ -34,8 +34,7 @@ var (
 // IsKey reports whether line is one to keep: an error line, a failing
 // test, an assertion line, a compiler error or a panic.
 func IsKey(line string) bool {
-	var buf []byte
-	return isErrorish(line, &buf) || isAssertion(line) || isCompilerError(line) || isFailingTest(line)
+	return isErrorish(line) || isAssertion(line) || isCompilerError(line) || isFailingTest(line)
 }
 
 // FailingTests returns the names of the failing tests text reports, in
@@ -82,11 +81,10 @@ func KeyLines(text string, max int) []string {
 	// A line's kind depends on its text alone: a line repeated is
 	// classified once.
 	kinds := map[string]lineKind{}
-	var buf []byte
 	for i, l := range lines {
 		kind, ok := kinds[l]
 		if !ok {
-			kind = classify(l, &buf)
+			kind = classify(l)
 			kinds[l] = kind
 		}
 		switch kind {
@@ -141,15 +139,15 @@ const (
 	errorLine            // an error word
 )
 
-// classify returns the kind of line l; buf is scratch space.
-func classify(l string, buf *[]byte) lineKind {
+// classify returns the kind of line l.
+func classify(l string) lineKind {
 	t := strings.TrimSpace(l)
 	switch {
 	case isFrame(l):
 		return frameLine
 	case isFailingTest(t) || isAssertion(l) || isCompilerError(l) || strings.HasPrefix(t, "panic:"):
 		return preciseLine
-	case isErrorish(t, buf):
+	case isErrorish(t):
 		return errorLine
 	}
 	return otherLine
