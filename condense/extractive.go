@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/logfacts"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Extractive summaries are built without an LLM: deterministic, cheap, and
@@ -277,10 +278,18 @@ func (f *fileLog) section() string {
 
 // filesOf builds the Files section of items [from, to).
 func (c *conversation) filesOf(from, to int) string {
+	texts := make([]view.Text, 0, to-from)
+	for i := from; i < to; i++ {
+		texts = append(texts, c.codec.Text(c.req, i))
+	}
+	return filesOfTexts(texts)
+}
+
+// filesOfTexts builds the Files section of items' texts.
+func filesOfTexts(texts []view.Text) string {
 	fl := newFileLog()
 	names := map[string]string{}
-	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+	for _, t := range texts {
 		for _, r := range t.Results {
 			if searchTools.MatchString(names[r.CallID]) || strings.Contains(strings.ToLower(names[r.CallID]), "bash") {
 				fl.noteResult(r.Text)
@@ -298,8 +307,11 @@ func (c *conversation) filesOf(from, to int) string {
 func (c *conversation) extractive(from, to int) string {
 	var b strings.Builder
 	names := map[string]string{}
+	// Each item's text is decoded once, for the steps and the Files.
+	texts := make([]view.Text, 0, to-from)
 	for i := from; i < to; i++ {
 		t := c.codec.Text(c.req, i)
+		texts = append(texts, t)
 		for _, r := range t.Results {
 			fmt.Fprintf(&b, "    → %s: %s\n", names[r.CallID], resultDigest(r.Text))
 		}
@@ -320,7 +332,7 @@ func (c *conversation) extractive(from, to int) string {
 			fmt.Fprintf(&b, "  - called %s(%s)\n", call.Name, keyArgs(call.Args))
 		}
 	}
-	if files := c.filesOf(from, to); files != "" {
+	if files := filesOfTexts(texts); files != "" {
 		b.WriteString(files)
 	}
 	return b.String()
