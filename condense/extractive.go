@@ -280,7 +280,7 @@ func (f *fileLog) section() string {
 func (c *conversation) filesOf(from, to int) string {
 	texts := make([]view.Text, 0, to-from)
 	for i := from; i < to; i++ {
-		texts = append(texts, c.codec.Text(c.req, i))
+		texts = append(texts, c.text(i))
 	}
 	return filesOfTexts(texts)
 }
@@ -310,7 +310,7 @@ func (c *conversation) extractive(from, to int) string {
 	// Each item's text is decoded once, for the steps and the Files.
 	texts := make([]view.Text, 0, to-from)
 	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+		t := c.text(i)
 		texts = append(texts, t)
 		for _, r := range t.Results {
 			fmt.Fprintf(&b, "    → %s: %s\n", names[r.CallID], resultDigest(r.Text))
@@ -350,7 +350,7 @@ func (c *conversation) transcript(from, to int) string {
 		return text
 	}
 	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+		t := c.text(i)
 		for _, r := range t.Results {
 			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", r.CallID, cut(r.Text))
 		}
