@@ -3,6 +3,7 @@ package logfacts
 import (
 	"regexp"
 	"strings"
+	"sync/atomic"
 )
 
 // The rules are the regular expressions of logfacts.go; Go's regexp
@@ -50,7 +51,7 @@ func (p failPart) may(s string) bool {
 // isFailingTest is failingTest.MatchString(s).
 func isFailingTest(s string) bool {
 	for _, p := range failingTestParts {
-		if p.may(s) && p.re.MatchString(s) {
+		if p.may(s) && match(p.re, s) {
 			return true
 		}
 	}
@@ -66,7 +67,7 @@ func failingTestName(s string) string {
 		if !p.may(s) {
 			continue
 		}
-		m := p.re.FindStringSubmatchIndex(s)
+		m := p.re.FindStringSubmatchIndex(counted(s))
 		if m != nil && (best < 0 || m[0] < best) {
 			best, name = m[0], s[m[2]:m[3]]
 		}
@@ -90,21 +91,35 @@ func isAssertion(s string) bool {
 		(len(rest) > 1 && rest[0] == 'E' && isSpaceRE(rest[1])) ||
 		strings.HasPrefix(rest, "Expected") || strings.HasPrefix(rest, "Received") ||
 		strings.HasPrefix(rest, "left:") || strings.HasPrefix(rest, "right:") || strings.HasPrefix(rest, "assert")
-	return may && assertion.MatchString(s)
+	return may && match(assertion, s)
 }
 
-// isCompilerError is compilerError.MatchString(s): every match contains
-// one of its words or "--> ".
+// isCompilerError is compilerError.MatchString(s). Every alternative is
+// anchored: s starts with "error", or with "--> " after spaces, or with a
+// path ([\w./\\-]+) followed by ':' or '(' — and holds one of the words.
 func isCompilerError(s string) bool {
-	may := strings.Contains(s, "error") || strings.Contains(s, "undefined") || strings.Contains(s, "cannot") ||
-		strings.Contains(s, "syntax") || strings.Contains(s, "expected") || strings.Contains(s, "invalid") ||
-		strings.Contains(s, "--> ")
-	return may && compilerError.MatchString(s)
+	n := 0
+	for n < len(s) && (isWordByte(lower(s[n])) || strings.IndexByte("./\\-", s[n]) >= 0) {
+		n++
+	}
+	located := n > 0 && n < len(s) && (s[n] == ':' || s[n] == '(')
+	may := strings.HasPrefix(s, "error") || strings.HasPrefix(trimSpace(s), "--> ") ||
+		located && (strings.Contains(s, "error") || strings.Contains(s, "undefined") || strings.Contains(s, "cannot") ||
+			strings.Contains(s, "syntax") || strings.Contains(s, "expected") || strings.Contains(s, "invalid"))
+	return may && match(compilerError, s)
+}
+
+// trimSpace drops what ^\s* matches.
+func trimSpace(s string) string {
+	for len(s) > 0 && isSpaceRE(s[0]) {
+		s = s[1:]
+	}
+	return s
 }
 
 // isFrame is pyFrame.MatchString(s) || goFrame.MatchString(s).
 func isFrame(s string) bool {
-	return (strings.Contains(s, `File "`) && pyFrame.MatchString(s)) || (strings.Contains(s, ".go:") && goFrame.MatchString(s))
+	return (strings.Contains(s, `File "`) && match(pyFrame, s)) || (strings.Contains(s, ".go:") && match(goFrame, s))
 }
 
 // foldsOntoASCII: ſ and K (Kelvin) are the only runes that fold, under
@@ -175,7 +190,7 @@ var errorishByFirst = func() (t [256][]int) {
 // isErrorish is errorish.MatchString(s), in one pass over s.
 func isErrorish(s string) bool {
 	if foldsOntoASCII(s) {
-		return errorish.MatchString(s)
+		return match(errorish, s)
 	}
 	for i := 0; i < len(s); i++ {
 		for _, k := range errorishByFirst[s[i]] {
@@ -221,7 +236,7 @@ var exitLiterals = []struct {
 // each.
 func exitStatus(text string) string {
 	if foldsOntoASCII(text) {
-		m := exitLine.FindStringSubmatch(text)
+		m := exitLine.FindStringSubmatch(counted(text))
 		for _, g := range m[min(len(m), 2):] {
 			if g != "" {
 				return g
@@ -256,3 +271,17 @@ func exitStatus(text string) string {
 	}
 	return ""
 }
+
+// expressionBytes counts the bytes handed to the expressions behind the
+// gates: the test that keeps the checks linear reads it (a gate or a
+// memo lost shows as megabytes read by expressions).
+var expressionBytes atomic.Int64
+
+// counted counts s as read by an expression and returns it.
+func counted(s string) string {
+	expressionBytes.Add(int64(len(s)))
+	return s
+}
+
+// match is re.MatchString(s), counted.
+func match(re *regexp.Regexp, s string) bool { return re.MatchString(counted(s)) }

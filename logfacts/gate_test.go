@@ -95,3 +95,34 @@ func FuzzFastChecksAreTheRules(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkLine(t, s) })
 }
+
+// pathological are outputs of about 1 MB built to be slow: identical
+// lines (plain, or an error), one line, distinct plain lines.
+func pathological() map[string]string {
+	var distinct strings.Builder
+	for i := 0; distinct.Len() < 1<<20; i++ {
+		distinct.WriteString("2026-11-28 INFO worker-" + strings.Repeat("x", i%50) + " heartbeat ok queue=17\n")
+	}
+	return map[string]string{
+		"repeated":       strings.Repeat("2026-11-28T04:43:26Z INFO worker-3 heartbeat ok queue=17 latency=3ms\n", 1<<20/70),
+		"repeated error": strings.Repeat("--- FAIL: TestParse (0.00s) error: assert x == y failed\n", 1<<20/56),
+		"one line":       strings.Repeat("abcd efgh error ", 1<<20/16),
+		"distinct":       distinct.String(),
+	}
+}
+
+// TestRulesReadFewBytes: on pathological outputs of a megabyte, the
+// expressions read a few hundred bytes (a repeated line once; lines
+// without the gates' literals never): the work stays linear and small
+// whatever the output, which a lost gate or memo would break.
+func TestRulesReadFewBytes(t *testing.T) {
+	for name, s := range pathological() {
+		before := expressionBytes.Load()
+		KeyLines(s, 4)
+		Exit(s)
+		FailingTests(s)
+		if read := expressionBytes.Load() - before; read > 4096 {
+			t.Errorf("%s: the expressions read %d bytes of %d", name, read, len(s))
+		}
+	}
+}

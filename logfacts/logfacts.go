@@ -42,8 +42,14 @@ func IsKey(line string) bool {
 func FailingTests(text string) []string {
 	var out []string
 	seen := map[string]bool{}
+	read := map[string]bool{} // a line repeated names nothing new
 	for _, l := range strings.Split(text, "\n") {
-		if g := failingTestName(strings.TrimSpace(l)); g != "" && !seen[g] {
+		t := strings.TrimSpace(l)
+		if read[t] {
+			continue
+		}
+		read[t] = true
+		if g := failingTestName(t); g != "" && !seen[g] {
 			seen[g] = true
 			out = append(out, g)
 		}

@@ -297,7 +297,7 @@ func logDigest(content string) string {
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if !read[t] && mayPassFail(t) {
-			for _, m := range passFailCount.FindAllString(t, -1) {
+			for _, m := range passFailCount.FindAllString(counted(t), -1) {
 				if !seen[m] && len(counts) < 12 {
 					seen[m] = true
 					counts = append(counts, m)
@@ -372,13 +372,24 @@ func searchDigest(content string) string {
 	files := map[string]int{}
 	var order []string
 	matches, withLines := 0, 0
+	type found struct {
+		file string
+		grep bool // a grep line (file:line:), not a bare path
+	}
+	known := map[string]found{} // a line repeated is read once
 	for _, l := range lines {
-		f := ""
-		if m := grepSubmatch(l); m != nil {
-			f = m[1]
+		m, ok := known[l]
+		if !ok {
+			if g := grepSubmatch(l); g != nil {
+				m = found{g[1], true}
+			} else if isPathLine(strings.TrimSpace(l)) {
+				m = found{strings.TrimSpace(l), false}
+			}
+			known[l] = m
+		}
+		f := m.file
+		if m.grep {
 			withLines++
-		} else if isPathLine(strings.TrimSpace(l)) {
-			f = strings.TrimSpace(l)
 		}
 		if f == "" {
 			continue

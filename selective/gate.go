@@ -1,6 +1,10 @@
 package selective
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+	"sync/atomic"
+)
 
 // Gates for the digests' per-line expressions (digest.go): each returns
 // false only for a line its expression cannot match, so the expression
@@ -30,7 +34,7 @@ func stripLineNumFast(l string) string {
 	if !mayLineNum(l) {
 		return l
 	}
-	return stripLineNum(l)
+	return stripLineNum(counted(l))
 }
 
 // declarationWords: every alternative of declaration starts (after
@@ -58,7 +62,7 @@ func mayDeclaration(l string) bool {
 }
 
 // isDeclaration is declaration.MatchString(l).
-func isDeclaration(l string) bool { return mayDeclaration(l) && declaration.MatchString(l) }
+func isDeclaration(l string) bool { return mayDeclaration(l) && match(declaration, l) }
 
 // mayGrepLine: grepLine's first group holds no colon, so the line's first
 // colon is followed by a digit.
@@ -68,18 +72,18 @@ func mayGrepLine(l string) bool {
 }
 
 // isGrepLine is grepLine.MatchString(l).
-func isGrepLine(l string) bool { return mayGrepLine(l) && grepLine.MatchString(l) }
+func isGrepLine(l string) bool { return mayGrepLine(l) && match(grepLine, l) }
 
 // grepSubmatch is grepLine.FindStringSubmatch(l).
 func grepSubmatch(l string) []string {
 	if !mayGrepLine(l) {
 		return nil
 	}
-	return grepLine.FindStringSubmatch(l)
+	return grepLine.FindStringSubmatch(counted(l))
 }
 
 // isPathLine is pathLine.MatchString(t): a slash.
-func isPathLine(t string) bool { return strings.IndexByte(t, '/') >= 0 && pathLine.MatchString(t) }
+func isPathLine(t string) bool { return strings.IndexByte(t, '/') >= 0 && match(pathLine, t) }
 
 // mayPassFail: passFailCount needs a digit, a space and a letter that
 // starts one of its words (under (?i); 0xc5 starts ſ, which folds onto
@@ -95,4 +99,18 @@ func mayPassFail(l string) bool {
 }
 
 // isPassFail is passFailCount.MatchString(l).
-func isPassFail(l string) bool { return mayPassFail(l) && passFailCount.MatchString(l) }
+func isPassFail(l string) bool { return mayPassFail(l) && match(passFailCount, l) }
+
+// expressionBytes counts the bytes handed to the expressions behind the
+// gates: the test that keeps the checks linear reads it (a gate or a
+// memo lost shows as megabytes read by expressions).
+var expressionBytes atomic.Int64
+
+// counted counts s as read by an expression and returns it.
+func counted(s string) string {
+	expressionBytes.Add(int64(len(s)))
+	return s
+}
+
+// match is re.MatchString(s), counted.
+func match(re *regexp.Regexp, s string) bool { return re.MatchString(counted(s)) }

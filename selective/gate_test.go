@@ -48,3 +48,35 @@ func TestGatesAreTheExpressions(t *testing.T) {
 		}
 	}
 }
+
+// TestDigestsReadFewBytes: digests of pathological outputs of a
+// megabyte — identical lines, one line, distinct lines — hand the
+// per-line expressions a few hundred bytes, whatever the kind of digest:
+// the work stays linear and small (a lost gate or memo reads megabytes).
+func TestDigestsReadFewBytes(t *testing.T) {
+	var distinct strings.Builder
+	for i := 0; distinct.Len() < 1<<20; i++ {
+		distinct.WriteString("2026-11-28 INFO worker-" + strings.Repeat("x", i%50) + " heartbeat ok queue=17\n")
+	}
+	outputs := map[string]string{
+		"repeated": strings.Repeat("2026-11-28T04:43:26Z INFO worker-3 heartbeat ok queue=17 latency=3ms\n", 1<<20/70),
+		"one line": strings.Repeat("abcd efgh ", 1<<20/10),
+		"distinct": distinct.String(),
+	}
+	calls := map[string]Input{
+		"file":    {Tool: "bash", Args: `{"command":"cat service.log"}`},
+		"search":  {Tool: "grep", Args: `{"pattern":"x"}`},
+		"log":     {Tool: "bash", Args: `{"command":"go test ./..."}`},
+		"generic": {Tool: "bash", Args: `{"command":"./run.sh"}`},
+	}
+	for name, out := range outputs {
+		for kind, in := range calls {
+			in.Content = out
+			before := expressionBytes.Load()
+			Digest(in)
+			if read := expressionBytes.Load() - before; read > 4096 {
+				t.Errorf("%s output, %s digest: the expressions read %d bytes of %d", name, kind, read, len(out))
+			}
+		}
+	}
+}
