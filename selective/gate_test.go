@@ -26,7 +26,7 @@ func gateLine(rng *rand.Rand) string {
 // expression answers.
 func TestGatesAreTheExpressions(t *testing.T) {
 	rng := rand.New(rand.NewSource(37))
-	for i := 0; i < 50000 && !t.Failed(); i++ {
+	for i := 0; i < 20000 && !t.Failed(); i++ {
 		l := gateLine(rng)
 		if got, want := stripLineNumFast(l), stripLineNum(l); got != want {
 			t.Errorf("stripLineNumFast(%q) = %q, want %q", l, got, want)
