@@ -59,8 +59,15 @@ func pricesOf(l ModelLimits) prices {
 
 // horizon is how many more requests a conversation that has taken steps
 // steps is expected to send: as many as it has sent (a conversation that
-// has lasted long tends to last as long again), at least 8.
-func horizon(steps int) float64 { return max(8, float64(steps)) }
+// has lasted long tends to last as long again), at least 8 and at most
+// maxHorizon.
+func horizon(steps int) float64 { return min(max(8, float64(steps)), maxHorizon) }
+
+// maxHorizon bounds the requests the cost model simulates, request by
+// request, for each plan it prices (planFolds prices 289): a request of
+// 100,000 tiny messages would otherwise cost seconds of pricing. No
+// agent's conversation comes near it.
+const maxHorizon = 4096
 
 // foldCase is what a conversation's cuts are planned from. Token counts
 // are raw (no safety factor).

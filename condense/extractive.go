@@ -9,6 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/logfacts"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Extractive summaries are built without an LLM: deterministic, cheap, and
@@ -259,20 +260,54 @@ func (f *fileLog) noteCall(name, args string) {
 	}
 }
 
-// noteResult records files a search result lists.
+// noteResult records files a search result lists: the paths of its first
+// 59 lines, 3 a line, and the first 3 of the rest.
 func (f *fileLog) noteResult(text string) {
 	n := 0
-	for _, line := range strings.SplitN(text, "\n", 60) {
-		for _, m := range pathToken.FindAllStringSubmatch(line, 3) {
-			if strings.Contains(m[1], "/") {
-				f.add(m[1], "found")
-				n++
+	for i, line := range strings.SplitN(text, "\n", 60) {
+		left := 3
+		for {
+			// The rest (i == 59) is read line by line, as a path never
+			// spans lines, and only the lines that may hold one are
+			// searched: linear, whatever the text.
+			l, rest, more := line, "", false
+			if i == 59 {
+				l, rest, more = strings.Cut(line, "\n")
 			}
+			if mayHavePath(l) {
+				for _, m := range pathToken.FindAllStringSubmatch(l, left) {
+					left--
+					if strings.Contains(m[1], "/") {
+						f.add(m[1], "found")
+						n++
+					}
+				}
+			}
+			if !more || left == 0 {
+				break
+			}
+			line = rest
 		}
 		if n > 40 {
 			return
 		}
 	}
+}
+
+// mayHavePath reports whether s has what every pathToken match has: a dot
+// before an ASCII letter.
+func mayHavePath(s string) bool {
+	for i := strings.IndexByte(s, '.'); i >= 0 && i+1 < len(s); {
+		if c := s[i+1] | 0x20; c >= 'a' && c <= 'z' {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], '.')
+		if j < 0 {
+			return false
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // section renders the Files section, most recent first, bounded.
@@ -306,10 +341,18 @@ func (f *fileLog) section() string {
 
 // filesOf builds the Files section of items [from, to).
 func (c *conversation) filesOf(from, to int) string {
+	texts := make([]view.Text, 0, to-from)
+	for i := from; i < to; i++ {
+		texts = append(texts, c.text(i))
+	}
+	return filesOfTexts(texts)
+}
+
+// filesOfTexts builds the Files section of items' texts.
+func filesOfTexts(texts []view.Text) string {
 	fl := newFileLog()
 	names := map[string]string{}
-	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+	for _, t := range texts {
 		for _, r := range t.Results {
 			if searchTools.MatchString(names[r.CallID]) || strings.Contains(strings.ToLower(names[r.CallID]), "bash") {
 				fl.noteResult(r.Text)
@@ -327,8 +370,11 @@ func (c *conversation) filesOf(from, to int) string {
 func (c *conversation) extractive(from, to int) string {
 	var b strings.Builder
 	names := map[string]string{}
+	// Each item's text is decoded once, for the steps and the Files.
+	texts := make([]view.Text, 0, to-from)
 	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+		t := c.text(i)
+		texts = append(texts, t)
 		for _, r := range t.Results {
 			fmt.Fprintf(&b, "    → %s: %s\n", names[r.CallID], resultDigest(r.Text))
 		}
@@ -349,7 +395,7 @@ func (c *conversation) extractive(from, to int) string {
 			fmt.Fprintf(&b, "  - called %s(%s)\n", call.Name, keyArgs(call.Args))
 		}
 	}
-	if files := c.filesOf(from, to); files != "" {
+	if files := filesOfTexts(texts); files != "" {
 		b.WriteString(files)
 	}
 	return b.String()
@@ -367,7 +413,7 @@ func (c *conversation) transcript(from, to int) string {
 		return text
 	}
 	for i := from; i < to; i++ {
-		t := c.codec.Text(c.req, i)
+		t := c.text(i)
 		for _, r := range t.Results {
 			fmt.Fprintf(&b, "[tool result %s]\n%s\n\n", r.CallID, cut(r.Text))
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"sync"
 
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -22,6 +23,35 @@ type conversation struct {
 	codec view.Codec
 	head  int    // items [0, head) are the head
 	steps []step // the items after the head, in steps
+
+	// textMu guards texts: the texts of the large items, decoded once
+	// however many summaries read them (text).
+	textMu sync.Mutex
+	texts  map[int]view.Text
+}
+
+// largeText is the raw size from which an item's text is kept once
+// decoded (conversation.text).
+const largeText = 64 << 10
+
+// text returns item i's text (Codec.Text); a large item's is decoded once
+// per conversation, however many summaries (a dry run, the fold, their
+// Files) read it.
+func (c *conversation) text(i int) view.Text {
+	if len(c.req.Raw(i)) < largeText {
+		return c.codec.Text(c.req, i)
+	}
+	c.textMu.Lock()
+	defer c.textMu.Unlock()
+	t, ok := c.texts[i]
+	if !ok {
+		t = c.codec.Text(c.req, i)
+		if c.texts == nil {
+			c.texts = map[int]view.Text{}
+		}
+		c.texts[i] = t
+	}
+	return t
 }
 
 var errInvalid = view.ErrInvalid

@@ -235,11 +235,12 @@ func (e *Engine) storedNote(ctx context.Context, rq *job, key string, keep int) 
 	return n
 }
 
-// shrinkNewest digests the largest tool outputs (and pasted tool results
-// in user messages) inside steps [must, end), largest first, until need
-// tokens are freed, then windows the result. Every call keeps its result:
-// only a result's text is replaced. It returns nil when nothing could be
-// digested.
+// shrinkNewest digests the largest tool outputs inside steps [must, end),
+// largest first, until need tokens are freed, then windows the result.
+// Every call keeps its result: only a result's text is replaced; the
+// steps' own texts (the user's prompts, the assistant's answers) are never
+// digested (selective's Pick takes tool outputs only). It returns nil when
+// nothing could be digested.
 func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix [][]byte, firstStep, must, need int) ([]byte, error) {
 	c := rq.conv
 	msgs := selective.Messages(c.req)

@@ -34,7 +34,7 @@ var (
 // IsKey reports whether line is one to keep: an error line, a failing
 // test, an assertion line, a compiler error or a panic.
 func IsKey(line string) bool {
-	return errorish.MatchString(line) || assertion.MatchString(line) || compilerError.MatchString(line) || failingTest.MatchString(line)
+	return isErrorish(line) || isAssertion(line) || isCompilerError(line) || isFailingTest(line)
 }
 
 // FailingTests returns the names of the failing tests text reports, in
@@ -42,34 +42,23 @@ func IsKey(line string) bool {
 func FailingTests(text string) []string {
 	var out []string
 	seen := map[string]bool{}
+	read := map[string]bool{} // a line repeated names nothing new
 	for _, l := range strings.Split(text, "\n") {
-		m := failingTest.FindStringSubmatch(strings.TrimSpace(l))
-		if m == nil {
+		t := strings.TrimSpace(l)
+		if read[t] {
 			continue
 		}
-		for _, g := range m[1:] {
-			if g != "" && !seen[g] {
-				seen[g] = true
-				out = append(out, g)
-			}
+		read[t] = true
+		if g := failingTestName(t); g != "" && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
 		}
 	}
 	return out
 }
 
 // Exit returns the exit status text reports ("" when none).
-func Exit(text string) string {
-	m := exitLine.FindStringSubmatch(text)
-	if m == nil {
-		return ""
-	}
-	for _, g := range m[2:] {
-		if g != "" {
-			return g
-		}
-	}
-	return ""
-}
+func Exit(text string) string { return exitStatus(text) }
 
 // KeyLines returns at most max lines of text worth keeping, in order and
 // trimmed, without repeats: failing tests and their assertion lines,
@@ -95,15 +84,22 @@ func KeyLines(text string, max int) []string {
 		picks = append(picks, pick{i, t, rank})
 	}
 	lastFrame := -1
+	// A line's kind depends on its text alone: a line repeated is
+	// classified once.
+	kinds := map[string]lineKind{}
 	for i, l := range lines {
-		t := strings.TrimSpace(l)
-		switch {
-		case pyFrame.MatchString(l) || goFrame.MatchString(l):
+		kind, ok := kinds[l]
+		if !ok {
+			kind = classify(l)
+			kinds[l] = kind
+		}
+		switch kind {
+		case frameLine:
 			lastFrame = i
 			continue
-		case failingTest.MatchString(t) || assertion.MatchString(l) || compilerError.MatchString(l) || strings.HasPrefix(t, "panic:"):
+		case preciseLine:
 			add(i, 0)
-		case errorish.MatchString(t):
+		case errorLine:
 			// A traceback ends with its last frame and the error: keep
 			// the frame that says where.
 			if lastFrame >= 0 && i-lastFrame <= 2 {
@@ -137,4 +133,28 @@ func KeyLines(text string, max int) []string {
 		out[i] = p.line
 	}
 	return out
+}
+
+// lineKind is what KeyLines makes of a line.
+type lineKind uint8
+
+const (
+	otherLine   lineKind = iota
+	frameLine            // a frame of a traceback or goroutine trace
+	preciseLine          // a failing test, assertion, compiler error or panic
+	errorLine            // an error word
+)
+
+// classify returns the kind of line l.
+func classify(l string) lineKind {
+	t := strings.TrimSpace(l)
+	switch {
+	case isFrame(l):
+		return frameLine
+	case isFailingTest(t) || isAssertion(l) || isCompilerError(l) || strings.HasPrefix(t, "panic:"):
+		return preciseLine
+	case isErrorish(t):
+		return errorLine
+	}
+	return otherLine
 }

@@ -99,14 +99,24 @@ func Classify(in Input) string {
 	}
 	lines := strings.Split(trimmed, "\n")
 	grep, decl, fail := 0, 0, 0
+	// A line's facts depend on its text alone: a line repeated is read
+	// once.
+	type facts struct{ grep, decl, fail bool }
+	known := map[string]facts{}
 	for _, l := range lines {
-		if grepLine.MatchString(l) || pathLine.MatchString(strings.TrimSpace(l)) {
+		f, ok := known[l]
+		if !ok {
+			f = facts{isGrepLine(l) || isPathLine(strings.TrimSpace(l)), isDeclaration(stripLineNumFast(l)),
+				len(logfacts.FailingTests(l)) > 0 || isPassFail(l)}
+			known[l] = f
+		}
+		if f.grep {
 			grep++
 		}
-		if declaration.MatchString(stripLineNum(l)) {
+		if f.decl {
 			decl++
 		}
-		if len(logfacts.FailingTests(l)) > 0 || passFailCount.MatchString(l) {
+		if f.fail {
 			fail++
 		}
 	}
@@ -181,6 +191,9 @@ func fileDigest(in Input) string {
 		}
 	}
 	num := func(i int, l string) int {
+		if !mayLineNum(l) {
+			return i + 1
+		}
 		if m := lineNumPrefix.FindStringSubmatch(l); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			return n
@@ -193,8 +206,14 @@ func fileDigest(in Input) string {
 	refs := lineRefs(in.Later, path.Base(p))
 	b.WriteString("outline:\n")
 	shown := 0
+	decls := map[string]bool{} // a line repeated is read once
 	for i, l := range lines {
-		if declaration.MatchString(stripLineNum(l)) {
+		d, ok := decls[l]
+		if !ok {
+			d = isDeclaration(stripLineNumFast(l))
+			decls[l] = d
+		}
+		if d {
 			if shown < 120 {
 				fmt.Fprintf(&b, "%5d  %s\n", num(i, l), oneLine(stripLineNum(l), 160))
 			}
@@ -273,16 +292,20 @@ func logDigest(content string) string {
 	}
 	b.WriteString("\n")
 	seen := map[string]bool{}
+	read := map[string]bool{} // a line repeated adds no count
 	var counts, pkgs []string
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		for _, m := range passFailCount.FindAllString(t, -1) {
-			if !seen[m] && len(counts) < 12 {
-				seen[m] = true
-				counts = append(counts, m)
+		if !read[t] && mayPassFail(t) {
+			for _, m := range passFailCount.FindAllString(counted(t), -1) {
+				if !seen[m] && len(counts) < 12 {
+					seen[m] = true
+					counts = append(counts, m)
+				}
 			}
 		}
-		if goPkgResult.MatchString(t) && strings.HasPrefix(t, "FAIL") && len(pkgs) < 20 {
+		read[t] = true
+		if strings.HasPrefix(t, "FAIL") && len(pkgs) < 20 && goPkgResult.MatchString(t) {
 			pkgs = append(pkgs, oneLine(t, 120))
 		}
 	}
@@ -349,13 +372,24 @@ func searchDigest(content string) string {
 	files := map[string]int{}
 	var order []string
 	matches, withLines := 0, 0
+	type found struct {
+		file string
+		grep bool // a grep line (file:line:), not a bare path
+	}
+	known := map[string]found{} // a line repeated is read once
 	for _, l := range lines {
-		f := ""
-		if m := grepLine.FindStringSubmatch(l); m != nil {
-			f = m[1]
+		m, ok := known[l]
+		if !ok {
+			if g := grepSubmatch(l); g != nil {
+				m = found{g[1], true}
+			} else if isPathLine(strings.TrimSpace(l)) {
+				m = found{strings.TrimSpace(l), false}
+			}
+			known[l] = m
+		}
+		f := m.file
+		if m.grep {
 			withLines++
-		} else if pathLine.MatchString(strings.TrimSpace(l)) {
-			f = strings.TrimSpace(l)
 		}
 		if f == "" {
 			continue

@@ -130,8 +130,10 @@ func New(opts Options, count func(encoding, text string) int, cache Cache) *Cond
 // Messages returns the units of a parsed request: every item, and each
 // tool output as a unit of its own (one item may carry several). An item
 // whose text is its own output (a user message holding a pasted tool
-// result) is one unit with that output's value; it is digested only when
-// picked (Request.Pick).
+// result) is one unit with that output's value, of the item's role: it is
+// digested only when picked (Request.Pick) and its text starts with a
+// pasted result's header naming the tool (pastedTool); a user's own prompt
+// never is.
 func Messages(r *view.Request) []Message {
 	type call struct{ name, args string }
 	calls := map[string]call{}
@@ -191,9 +193,11 @@ type Request struct {
 	// index on (the caller widens the protection to a stride grid).
 	ProtectFrom int
 	// Pick, if set, names the only messages (indexes into Messages) that
-	// may be digested, in that order, whatever their role and age, until
-	// Need is freed (MinSavings does not apply): the newest steps' outputs
-	// shrunk when even they do not fit.
+	// may be digested, in that order, whatever their age, until Need is
+	// freed (MinSavings does not apply): the newest steps' outputs shrunk
+	// when even they do not fit. Only tool outputs are (and tool results
+	// an agent pastes into a user message under a header naming the tool,
+	// pastedTool): any other text picked is skipped.
 	Pick []int
 	// CacheOnly: make no new cache entry and call no Summarize; a digest
 	// not cached is the deterministic one (for counting without side
@@ -237,6 +241,7 @@ type candidate struct {
 	start, end int    // the value's span within the message
 	raw        string // the value, raw JSON
 	tokens     int    // the message's tokens
+	tool       string // the tool whose output it is (Message.ToolName, or a pasted result's)
 }
 
 // Apply digests outputs, oldest first, until the goal (r.Need rounded up
@@ -274,7 +279,7 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 			r.Keep(id, func() []byte { return []byte("[" + m.Raw + "]") })
 		}
 		patches = append(patches, view.Patch{Start: m.Start + cd.start, End: m.Start + cd.end, With: r.Codec.TextValue(digest)})
-		res.Made = append(res.Made, Made{Item: m.Item, Tool: m.ToolName, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
+		res.Made = append(res.Made, Made{Item: m.Item, Tool: cd.tool, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
 		res.Saved += saved
 		res.Digested++
 	}
@@ -365,7 +370,7 @@ func (c *Condenser) candidate(codec Codec, i int, m Message) (candidate, bool) {
 	if !codec.Editable(raw) {
 		return candidate{}, false
 	}
-	return candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens}, true
+	return candidate{index: i, start: start, end: end, raw: raw, tokens: m.Tokens, tool: m.ToolName}, true
 }
 
 // picked lists the candidates among the messages r.Pick names, in the
@@ -376,11 +381,40 @@ func (c *Condenser) picked(r Request) []candidate {
 		if i < 0 || i >= len(r.Messages) || r.Messages[i].Tokens < minPickTokens {
 			continue
 		}
-		if cd, ok := c.candidate(r.Codec, i, r.Messages[i]); ok {
-			out = append(out, cd)
+		m := r.Messages[i]
+		// Tool outputs only: an item's own text (a user's prompt, an
+		// assistant's answer) is never digested — but a tool result an
+		// agent pastes into a user message, under a header naming the
+		// tool, is a tool output.
+		if m.Role != view.RoleTool && (m.Role != view.RoleUser || m.Content[1] == 0) {
+			continue
 		}
+		cd, ok := c.candidate(r.Codec, i, m)
+		if !ok {
+			continue
+		}
+		if m.Role != view.RoleTool {
+			if cd.tool = pastedTool(r.Codec.ValueText(cd.raw)); cd.tool == "" {
+				continue
+			}
+		}
+		out = append(out, cd)
 	}
 	return out
+}
+
+// pastedHeader is the header of a tool result pasted into a user message,
+// as Cline and Roo Code write it: "[read_file for 'a.go'] Result:".
+var pastedHeader = regexp.MustCompile(`^\[([A-Za-z_][\w-]*)(?: for [^\n]*?)?\] Result:`)
+
+// pastedTool returns the tool named by text's pasted-result header ("":
+// text does not start with one). Only its first line is read.
+func pastedTool(text string) string {
+	first, _, _ := strings.Cut(text[:min(len(text), 1024)], "\n")
+	if m := pastedHeader.FindStringSubmatch(first); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // minPickTokens: smaller outputs are not worth a digest even when the
@@ -442,7 +476,7 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 	// The key hashes raw bytes: nothing is decoded unless the digest has
 	// to be made.
 	h := xxhash.New()
-	for _, s := range []string{m.ToolName, m.ToolArgs, cd.raw} {
+	for _, s := range []string{cd.tool, m.ToolArgs, cd.raw} {
 		h.WriteString(s)
 		h.Write([]byte{0})
 	}
@@ -462,7 +496,7 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 		}
 	}
 	text := r.Codec.ValueText(cd.raw)
-	in := Input{Tool: m.ToolName, Args: m.ToolArgs, Content: text, Later: windowText(r.Codec, later), Key: id}
+	in := Input{Tool: cd.tool, Args: m.ToolArgs, Content: text, Later: windowText(r.Codec, later), Key: id}
 	body, kind := Digest(in)
 	keep := c.cache != nil && !r.CacheOnly
 	if r.Summarize != nil && !r.CacheOnly {
@@ -475,7 +509,7 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 			keep = false
 		}
 	}
-	what := m.ToolName
+	what := cd.tool
 	if k := keyArg(m.ToolArgs); k != "" {
 		what += " " + k
 	}

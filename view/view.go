@@ -163,7 +163,9 @@ type Output struct {
 	Frozen bool
 	// Own: the item's own text rather than a tool's output (a user
 	// message holding a pasted tool result, as some agents send): only
-	// the shrinking of the newest steps digests it, never selective mode.
+	// the shrinking of the newest steps digests it, and only when it
+	// starts with a pasted result's header naming the tool (never a
+	// user's own prompt); never selective mode.
 	Own bool
 }
 
