@@ -264,6 +264,9 @@ type Memory struct {
 	// MaxRecallRounds bounds the rounds of recalls answered for one
 	// answer. Default 3.
 	MaxRecallRounds int
+	// MaxRecallCalls bounds the recall calls of one answer that are
+	// answered; the rest are left out and the model told so. Default 4.
+	MaxRecallCalls int
 	// RecallBudgetTokens bounds one recall's answer and the
 	// relevant-context block. Default 2000.
 	RecallBudgetTokens int

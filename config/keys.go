@@ -356,6 +356,8 @@ var table = []Key{
 		"put the memory items most relevant to the conversation's current focus beside its summaries, when the cut moves"),
 	intKey("memory.max_recall_rounds", "max-recall-rounds", 3, 1, 20, func(c *Config) *int { return &c.Memory.MaxRecallRounds },
 		"rounds of recall calls answered for one answer"),
+	intKey("memory.max_recall_calls", "max-recall-calls", 4, 1, 64, func(c *Config) *int { return &c.Memory.MaxRecallCalls },
+		"recall calls of one answer that are answered (the rest are left out, and the model is told so)"),
 	intKey("memory.recall_budget_tokens", "recall-budget-tokens", 4000, 100, maxTokens, func(c *Config) *int { return &c.Memory.RecallBudgetTokens },
 		"tokens of one recall answer and of the relevant-context block"),
 	strKey("memory.embedding_model", "embedding-model", "", func(c *Config) *string { return &c.Memory.EmbeddingModel },

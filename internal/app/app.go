@@ -252,6 +252,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		UI:                     o.UI,
 		RecallTool:             cfg.Memory.RecallTool,
 		MaxRecallRounds:        cfg.Memory.MaxRecallRounds,
+		MaxRecallCalls:         cfg.Memory.MaxRecallCalls,
 		RecallBudgetTokens:     cfg.Memory.RecallBudgetTokens,
 	}
 	if a.Memory != nil {
