@@ -97,6 +97,12 @@ type Options struct {
 	// KeepAliveClock schedules the keep-alive pings (a test's manual
 	// clock). Nil: the wall clock.
 	KeepAliveClock keepalive.Clock
+	// FeedMemory builds the conversations' memory even when nothing cfg
+	// turns on reads it (cfg.Memory.Enabled false): the engine feeds it,
+	// the proxy neither adds the recall tool nor answers from it, and
+	// forwarded requests are what they are without it. The evaluation
+	// probes it (App.Memory) for what the recall tool would find.
+	FeedMemory bool
 }
 
 // App is the assembled stack. Its fields are read-only once New returns.
@@ -123,7 +129,7 @@ type App struct {
 	// KeepAlive pings idle conversations; nil unless cfg.KeepAlive.Enabled.
 	KeepAlive *keepalive.Keeper
 	// Memory keeps the conversations' memory; nil unless the recall tool
-	// or the relevant context is on (cfg.Memory).
+	// or the relevant context is on (cfg.Memory), or Options.FeedMemory.
 	Memory *memory.Memory
 	// ProxyOptions and EngineOptions are what New gave the proxy and the
 	// engine, for tests of the wiring.
@@ -406,7 +412,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 // (memory.max_bytes), so it never pushes summaries out.
 func (a *App) buildMemory(o Options, transport http.RoundTripper) {
 	cfg := a.Config
-	if !cfg.Memory.Enabled() {
+	if !cfg.Memory.Enabled() && !o.FeedMemory {
 		return
 	}
 	var store memory.Store

@@ -116,13 +116,23 @@ type Row struct {
 	FactsKept        int     `json:"facts_kept"`
 	// Over the requests condensed selectively only (a sliding window
 	// drops whole messages by design).
-	SelectiveFactsSeen int     `json:"selective_facts_seen"`
-	SelectiveFactsKept int     `json:"selective_facts_kept"`
-	LatencyP50Ms       float64 `json:"latency_p50_ms"`
-	LatencyP99Ms       float64 `json:"latency_p99_ms"`
-	AddedP50Ms         float64 `json:"added_p50_ms"` // versus mode off on the same session
-	Sent               []int   `json:"sent_series"`
-	Forwarded          []int   `json:"forwarded_series"`
+	SelectiveFactsSeen int `json:"selective_facts_seen"`
+	SelectiveFactsKept int `json:"selective_facts_kept"`
+	// FactsByKind splits facts_seen and facts_kept by kind (real
+	// sessions: task, error, path; generated ones: task, failing-test,
+	// error, edited-path, decision), with each kind's recall probes.
+	FactsByKind map[string]replay.FactCount `json:"facts_by_kind,omitempty"`
+	// Recall probes: of the distinct facts condensed away, those searched
+	// for in the conversation's memory as the recall tool searches it
+	// (the query: the fact's first words), and those for which a step
+	// holding the fact was among the best 3 results.
+	RecallProbes int     `json:"recall_probes"`
+	RecallTop3   int     `json:"recall_top3"`
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	AddedP50Ms   float64 `json:"added_p50_ms"` // versus mode off on the same session
+	Sent         []int   `json:"sent_series"`
+	Forwarded    []int   `json:"forwarded_series"`
 	// The prompt-cache view: the share of forwarded tokens a provider's
 	// cache serves (the prefix identical to the previous request, at least
 	// 1024 tokens), and the bill under each Pricing as a ratio to mode off
@@ -256,12 +266,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if len(src.Modes) > 0 && !slices.Contains(src.Modes, m.Name) {
 				continue
 			}
+			conv := &conversationOf{}
 			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
 				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
-				Logger: cfg.ProxyLog})
+				Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv})
 			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
-				Every: cfg.Every, Facts: facts, Drain: st.Drain, DrainEach: true,
+				Every: cfg.Every, Facts: facts, Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
 			}
 			var res *replay.Result
 			if native == nil {
@@ -312,7 +323,8 @@ func summarize(res *replay.Result, mode string, window int) Row {
 	row := Row{Session: res.Session, Mode: mode, Window: window, Requests: len(res.Requests), Rejected: res.Rejected,
 		MaxForwarded: res.MaxForwarded, TokensSent: res.SentTokens, TokensForwarded: res.ForwardedTokens,
 		SummarizerTokens: res.SummarizerTokensIn, SummarizerCalls: res.SummarizerCalls, SummarizerOut: res.SummarizerTokensOut, SummarizerCached: res.SummarizerTokensCached,
-		PrefixStability: res.PrefixStability, FactsSeen: res.FactsSeen, FactsKept: res.FactsKept, CacheHitRate: -1}
+		PrefixStability: res.PrefixStability, FactsSeen: res.FactsSeen, FactsKept: res.FactsKept, CacheHitRate: -1,
+		FactsByKind: res.FactsByKind, RecallProbes: res.RecallProbes, RecallTop3: res.RecallTop3}
 	sel := res.FactsByApplied["selective"]
 	row.SelectiveFactsSeen, row.SelectiveFactsKept = sel[0], sel[1]
 	var lat []float64

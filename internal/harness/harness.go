@@ -69,6 +69,11 @@ type Options struct {
 	// FaithfulSummaries: summaries keep the facts of what they summarize
 	// (FaithfulSummaryOf), within SummaryTokens (1,000 when 0).
 	FaithfulSummaries bool
+	// FeedMemory builds the conversations' memory (App.Memory) even when
+	// the config reads nothing of it (app.Options.FeedMemory): fed by the
+	// engine, unused for what is forwarded, for probes of what recall
+	// would find.
+	FeedMemory bool
 }
 
 // ScopeSecret is the stacks' scope_secret, so a test can compute the
@@ -273,7 +278,7 @@ func New(o Options) *Stack {
 	}
 	a, err := app.New(context.Background(), &cfg, app.Options{
 		Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(o.Cache), Counter: o.Counter,
-		Recorder: o.Recorder, UI: o.UI,
+		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("harness: %v", err))

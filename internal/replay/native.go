@@ -15,7 +15,6 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
-	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -257,11 +256,13 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		}
 		takeSummaries()
 		fwdLog.add(fwd)
+		res.probe(ctx, o.Recall)
 	}
 	if o.Drain != nil {
 		o.Drain()
 	}
 	takeSummaries()
+	res.probe(ctx, o.Recall)
 	res.finish()
 	return res, nil
 }
@@ -393,32 +394,6 @@ func nativeTexts(body []byte) []string {
 	walk("", root.Get("messages"))
 	walk("", root.Get("input"))
 	return out
-}
-
-type corpusFact = corpus.Fact
-
-// facts checks the planted facts present in what was sent against what
-// was forwarded.
-func (res *Result) facts(applied string, facts []corpusFact, sentText, fwdText string) {
-	for _, f := range facts {
-		ft := norm(f.Text)
-		if !strings.Contains(sentText, ft) {
-			continue
-		}
-		if res.FactsByApplied == nil {
-			res.FactsByApplied = map[string][2]int{}
-		}
-		by := res.FactsByApplied[applied]
-		res.FactsSeen++
-		by[0]++
-		if strings.Contains(fwdText, ft) {
-			res.FactsKept++
-			by[1]++
-		} else if len(res.Lost) < 10 {
-			res.Lost = append(res.Lost, applied+" "+f.Kind+": "+f.Text)
-		}
-		res.FactsByApplied[applied] = by
-	}
 }
 
 // finish computes the aggregate measurements from the requests.

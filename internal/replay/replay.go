@@ -57,6 +57,13 @@ type Options struct {
 	// of a prepared summary and one asked in place is cached first
 	// depends on timing).
 	DrainEach bool
+	// Recall, if set, searches the replayed conversation's memory as the
+	// recall tool does (memory.Memory.Search) for query and returns the
+	// texts of its RecallTop best results that are steps (condensed-away
+	// originals), best first. Each fact condensed away is probed once,
+	// after the request that first dropped it (and the proxy's background
+	// work) — see Result.RecallProbes.
+	Recall func(ctx context.Context, query string) []string
 }
 
 // Request is the measurement of one replayed request.
@@ -114,8 +121,21 @@ type Result struct {
 	// same split by the X-Condense-Applied of the request.
 	FactsSeen, FactsKept int
 	FactsByApplied       map[string][2]int `json:",omitempty"` // applied -> {seen, kept}
+	// FactsByKind splits FactsSeen and FactsKept by the facts' kind
+	// (corpus.Fact.Kind), with the recall probes of each kind.
+	FactsByKind map[string]FactCount `json:",omitempty"`
+	// RecallProbes counts the distinct facts condensed away (present in a
+	// condensed request as sent, absent from it as forwarded) that were
+	// probed through Options.Recall; RecallTop3 those for which a step
+	// holding the fact was among the search's RecallTop best results.
+	RecallProbes, RecallTop3 int
 	// Lost lists a few facts that were dropped, for diagnosis.
 	Lost []string `json:",omitempty"`
+	// Unrecalled lists a few probes that missed: the fact, then the query.
+	Unrecalled []string `json:",omitempty"`
+
+	probed  map[string]bool // facts probed or waiting, by kind and text
+	pending []corpus.Fact   // facts condensed away, not probed yet
 }
 
 // FactRetention is FactsKept / FactsSeen (1 when no fact was at stake).
@@ -264,26 +284,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		rq.HeadVerbatim = len(out) >= 2 && out[0].Raw == sent[0].Raw && out[1].Raw == sent[1].Raw
 		rq.LastVerbatim = len(out) > 0 && out[len(out)-1].Raw == sent[len(sent)-1].Raw
 		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts) > 0 {
-			sentText, fwdText := norm(contents(sent)), norm(contents(out))
-			for _, f := range o.Facts {
-				ft := norm(f.Text)
-				if !strings.Contains(sentText, ft) {
-					continue
-				}
-				if res.FactsByApplied == nil {
-					res.FactsByApplied = map[string][2]int{}
-				}
-				by := res.FactsByApplied[rq.Applied]
-				res.FactsSeen++
-				by[0]++
-				if strings.Contains(fwdText, ft) {
-					res.FactsKept++
-					by[1]++
-				} else if len(res.Lost) < 10 {
-					res.Lost = append(res.Lost, rq.Applied+" "+f.Kind+": "+f.Text)
-				}
-				res.FactsByApplied[rq.Applied] = by
-			}
+			res.facts(rq.Applied, o.Facts, norm(contents(sent)), norm(contents(out)))
 		}
 		cur := make([]string, len(out))
 		for j, m := range out {
@@ -303,11 +304,13 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		}
 		takeSummaries()
 		fwdLog.add(fwd)
+		res.probe(ctx, o.Recall)
 	}
 	if o.Drain != nil {
 		o.Drain()
 	}
 	takeSummaries()
+	res.probe(ctx, o.Recall)
 	var lat []time.Duration
 	sum, cnt := 0.0, 0
 	for _, r := range res.Requests {

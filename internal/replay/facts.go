@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"context"
+	"strings"
+
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
+)
+
+// FactCount is what a replay measured of one kind of fact: over condensed
+// requests, facts present as sent (Seen) and still present as forwarded
+// (Kept); of the distinct facts condensed away, those probed through the
+// recall search (Probes) and those a step holding them answered among the
+// best RecallTop (Recalled).
+type FactCount struct {
+	Seen     int `json:"seen"`
+	Kept     int `json:"kept"`
+	Probes   int `json:"probes,omitempty"`
+	Recalled int `json:"recalled,omitempty"`
+}
+
+// RecallTop is how many of the recall search's best results a probe
+// looks at.
+const RecallTop = 3
+
+// probeWords bounds a probe's query: what a model asks the recall tool
+// is a few words, not a whole line.
+const probeWords = 12
+
+// ProbeQuery is the recall query a probe of f asks: the fact's first
+// probeWords words (a path, a test's name, an error's leading words, the
+// task's start), as a model would search for it.
+func ProbeQuery(f corpus.Fact) string {
+	w := strings.Fields(f.Text)
+	return strings.Join(w[:min(len(w), probeWords)], " ")
+}
+
+// facts checks the facts present in what was sent (sentText, white space
+// folded) against what was forwarded (fwdText), and queues the facts
+// condensed away for a recall probe.
+func (res *Result) facts(applied string, facts []corpus.Fact, sentText, fwdText string) {
+	for _, f := range facts {
+		ft := norm(f.Text)
+		if !strings.Contains(sentText, ft) {
+			continue
+		}
+		if res.FactsByApplied == nil {
+			res.FactsByApplied = map[string][2]int{}
+			res.FactsByKind = map[string]FactCount{}
+		}
+		by := res.FactsByApplied[applied]
+		kind := res.FactsByKind[f.Kind]
+		res.FactsSeen++
+		by[0]++
+		kind.Seen++
+		if strings.Contains(fwdText, ft) {
+			res.FactsKept++
+			by[1]++
+			kind.Kept++
+		} else {
+			if len(res.Lost) < 10 {
+				res.Lost = append(res.Lost, applied+" "+f.Kind+": "+f.Text)
+			}
+			if key := f.Kind + "\x00" + ft; !res.probed[key] {
+				if res.probed == nil {
+					res.probed = map[string]bool{}
+				}
+				res.probed[key] = true
+				res.pending = append(res.pending, f)
+			}
+		}
+		res.FactsByApplied[applied] = by
+		res.FactsByKind[f.Kind] = kind
+	}
+}
+
+// probe asks recall for each fact condensed away since the last probe:
+// a hit when one of the texts it returns (steps of the memory, best
+// first) holds the fact. Without recall the facts are not probed.
+func (res *Result) probe(ctx context.Context, recall func(context.Context, string) []string) {
+	pending := res.pending
+	res.pending = nil
+	if recall == nil {
+		return
+	}
+	for _, f := range pending {
+		q := ProbeQuery(f)
+		ft := norm(f.Text)
+		hit := false
+		for i, t := range recall(ctx, q) {
+			if i == RecallTop {
+				break
+			}
+			if strings.Contains(norm(t), ft) {
+				hit = true
+				break
+			}
+		}
+		kind := res.FactsByKind[f.Kind]
+		kind.Probes++
+		res.RecallProbes++
+		if hit {
+			kind.Recalled++
+			res.RecallTop3++
+		} else if len(res.Unrecalled) < 10 {
+			res.Unrecalled = append(res.Unrecalled, f.Kind+": "+f.Text+" (query "+q+")")
+		}
+		res.FactsByKind[f.Kind] = kind
+	}
+}
