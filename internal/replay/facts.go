@@ -74,9 +74,34 @@ func (res *Result) facts(applied string, facts []corpus.Fact, sentText, fwdText 
 	}
 }
 
+// holds reports whether text holds fact as a whole: not inside a longer
+// word or number ("decision 6" is not in "decision 61", "pkg/a/f3.go" not
+// in "pkg/a/f31.go").
+func holds(text, fact string) bool {
+	if fact == "" {
+		return false
+	}
+	for off := 0; ; {
+		i := strings.Index(text[off:], fact)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(fact)
+		if (i == 0 || !wordByte(fact[0]) || !wordByte(text[i-1])) && (end == len(text) || !wordByte(fact[len(fact)-1]) || !wordByte(text[end])) {
+			return true
+		}
+		off = i + 1
+	}
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
 // probe asks recall for each fact condensed away since the last probe:
-// a hit when one of the texts it returns (steps of the memory, best
-// first) holds the fact. Without recall the facts are not probed.
+// a hit when one of the first RecallTop texts it returns (steps of the
+// memory, best first) holds the fact (holds: as a whole). Without recall the facts are not probed.
 func (res *Result) probe(ctx context.Context, recall func(context.Context, string) []string) {
 	pending := res.pending
 	res.pending = nil
@@ -91,7 +116,7 @@ func (res *Result) probe(ctx context.Context, recall func(context.Context, strin
 			if i == RecallTop {
 				break
 			}
-			if strings.Contains(norm(t), ft) {
+			if holds(norm(t), ft) {
 				hit = true
 				break
 			}
