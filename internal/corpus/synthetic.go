@@ -166,6 +166,85 @@ func DetectFacts(s *Session) []Fact {
 	return facts
 }
 
+var (
+	// editName matches a tool that changes files (Edit, MultiEdit, Write,
+	// str_replace_editor, edit_file, apply_patch…); viewCommand the
+	// arguments of such a tool asked to show a file only.
+	editName    = regexp.MustCompile(`(?i)edit|write|patch|replace|create|insert`)
+	todoName    = regexp.MustCompile(`(?i)todo`)
+	viewCommand = regexp.MustCompile(`"command"\s*:\s*"view"`)
+	// editCommand matches a shell command that changes files.
+	editCommand = regexp.MustCompile(`\bsed\s+(?:-\w+\s+)*-i|\bcat\s*(?:<<\s*'?\w+'?\s*)?>\s*\S|\btee\s|\bgit\s+apply\b|\bpatch\s+-|\bperl\s+-\w*i|(?m)^\s*(?:edit\s+\d+:\d+|create\s+\S)`)
+	// sentenceEnd ends a sentence.
+	sentenceEnd = regexp.MustCompile(`[.!?:](?:\s+|$)`)
+)
+
+// DetectDecisions finds the decisions a real session's agent announced:
+// the first sentence (of at least minDecision characters, at most 160, in
+// the first line) of the text of each assistant message whose tool calls
+// change a file (an edit tool, not a to-do list's; a shell command that
+// writes: sed -i, cat >, tee, git apply, patch, SWE-agent's edit and
+// create). Its kind is "decision".
+func DetectDecisions(s *Session) []Fact {
+	var facts []Fact
+	seen := map[string]bool{}
+	for _, m := range s.Messages {
+		if m.Role != "assistant" || m.Content == nil || !editsFiles(m.ToolCalls) {
+			continue
+		}
+		first := announced(*m.Content)
+		if first == "" || seen[first] {
+			continue
+		}
+		seen[first] = true
+		facts = append(facts, Fact{"decision", first})
+	}
+	return facts
+}
+
+// minDecision is the length from which a sentence says what the agent
+// decides ("Interesting!" or "Let me be more specific:" do not).
+const minDecision = 30
+
+// announced returns the first sentence of text's first line of at least
+// minDecision characters, up to 160; "" when there is none.
+func announced(text string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "THOUGHT:"))
+	for line != "" {
+		sentence, rest := line, ""
+		if loc := sentenceEnd.FindStringIndex(line); loc != nil {
+			sentence, rest = line[:loc[0]+1], line[loc[1]:]
+		}
+		if len(sentence) >= minDecision {
+			if len(sentence) > 160 {
+				return ""
+			}
+			return sentence
+		}
+		line = rest
+	}
+	return ""
+}
+
+// editsFiles reports whether one of calls changes a file.
+func editsFiles(calls []ToolCall) bool {
+	for _, c := range calls {
+		name, args := c.Function.Name, c.Function.Arguments
+		if editName.MatchString(name) && !todoName.MatchString(name) && !viewCommand.MatchString(args) {
+			return true
+		}
+		var a struct {
+			Command string `json:"command"`
+			Cmd     string `json:"cmd"`
+		}
+		if json.Unmarshal([]byte(args), &a) == nil && editCommand.MatchString(a.Command+"\n"+a.Cmd) {
+			return true
+		}
+	}
+	return false
+}
+
 // WithReasoning returns a copy of s whose assistant messages carry a
 // recorded reasoning text of about 60–240 words (seeded), so its Responses
 // form has reasoning items and its Messages form thinking blocks, as the

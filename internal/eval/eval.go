@@ -120,9 +120,13 @@ type Row struct {
 	SelectiveFactsKept int `json:"selective_facts_kept"`
 	// FactsByKind splits facts_seen and facts_kept by kind (real
 	// sessions: task, error, path; generated ones: task, failing-test,
-	// error, edited-path, decision), with each kind's recall probes.
+	// error, edited-path, decision), with each kind's recall probes. A
+	// real session's decisions (the first sentence of an assistant message
+	// that edits a file) are counted here only, not in facts_seen and
+	// facts_kept.
 	FactsByKind map[string]replay.FactCount `json:"facts_by_kind,omitempty"`
-	// Recall probes: of the distinct facts condensed away, those searched
+	// Recall probes: of the distinct facts condensed away (every kind,
+	// decisions included), those searched
 	// for in the conversation's memory as the recall tool searches it
 	// (the query: the fact's first words), and those for which a step
 	// holding the fact was among the best 3 results.
@@ -209,6 +213,16 @@ func load(src Source) (*corpus.Session, []corpus.Fact, error) {
 	return s, corpus.DetectFacts(s), nil
 }
 
+// kindFacts are the facts of a session reported by kind only, apart
+// from the facts column's total: a real session's decisions
+// (corpus.DetectDecisions), which the total did not count before them.
+func kindFacts(src Source, s *corpus.Session) []corpus.Fact {
+	if strings.HasPrefix(src.Spec, "synthetic:") {
+		return nil // the planted decisions are among the facts
+	}
+	return corpus.DetectDecisions(s)
+}
+
 // Run replays every source in every mode. Unreadable sources are reported
 // in Skipped and the rest still run.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
@@ -272,7 +286,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv})
 			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
-				Every: cfg.Every, Facts: facts, Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
+				Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
 			}
 			var res *replay.Result
 			if native == nil {

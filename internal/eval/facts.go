@@ -67,7 +67,9 @@ func factsMarkdown(heading string, rows []Row) string {
 	b.WriteString("\n" + heading + "\n\n")
 	b.WriteString(`*facts kept by kind* splits the *facts* column by kind (real sessions: the task, the error lines commands
 printed, the paths in tool calls; generated sessions: the task, failing tests, error lines, edited paths and
-decisions planted in them): present in a condensed request as sent, and still present as forwarded. *recall*
+decisions planted in them): present in a condensed request as sent, and still present as forwarded. Real
+sessions add their *decisions*, shown here only (not in the *facts* column): the first sentence, of 30 to 160
+characters, of each assistant message whose tool calls change a file. *recall*
 probes each distinct fact condensed away once, after the request that first dropped it: the conversation's
 memory (fed by the proxy, not used for the forwarded requests) is searched as the condense_recall tool
 searches it, with the fact's first 12 words as the query; a probe succeeds when a step holding the fact is

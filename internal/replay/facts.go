@@ -36,29 +36,39 @@ func ProbeQuery(f corpus.Fact) string {
 }
 
 // facts checks the facts present in what was sent (sentText, white space
-// folded) against what was forwarded (fwdText), and queues the facts
-// condensed away for a recall probe.
-func (res *Result) facts(applied string, facts []corpus.Fact, sentText, fwdText string) {
+// folded) against what was forwarded (fwdText), counted by kind and, when
+// total, in the totals; and queues the facts condensed away for a recall
+// probe.
+func (res *Result) facts(applied string, facts []corpus.Fact, sentText, fwdText string, total bool) {
 	for _, f := range facts {
 		ft := norm(f.Text)
 		if !strings.Contains(sentText, ft) {
 			continue
 		}
-		if res.FactsByApplied == nil {
-			res.FactsByApplied = map[string][2]int{}
+		if res.FactsByKind == nil {
 			res.FactsByKind = map[string]FactCount{}
+		}
+		if total && res.FactsByApplied == nil {
+			res.FactsByApplied = map[string][2]int{}
 		}
 		by := res.FactsByApplied[applied]
 		kind := res.FactsByKind[f.Kind]
-		res.FactsSeen++
-		by[0]++
+		kept := strings.Contains(fwdText, ft)
 		kind.Seen++
-		if strings.Contains(fwdText, ft) {
-			res.FactsKept++
-			by[1]++
+		if kept {
 			kind.Kept++
-		} else {
-			if len(res.Lost) < 10 {
+		}
+		if total {
+			res.FactsSeen++
+			by[0]++
+			if kept {
+				res.FactsKept++
+				by[1]++
+			}
+			res.FactsByApplied[applied] = by
+		}
+		if !kept {
+			if total && len(res.Lost) < 10 {
 				res.Lost = append(res.Lost, applied+" "+f.Kind+": "+f.Text)
 			}
 			if key := f.Kind + "\x00" + ft; !res.probed[key] {
@@ -69,7 +79,6 @@ func (res *Result) facts(applied string, facts []corpus.Fact, sentText, fwdText 
 				res.pending = append(res.pending, f)
 			}
 		}
-		res.FactsByApplied[applied] = by
 		res.FactsByKind[f.Kind] = kind
 	}
 }

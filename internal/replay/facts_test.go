@@ -34,9 +34,9 @@ func TestFactsByKindAndProbes(t *testing.T) {
 		return answers[q]
 	}
 	res := &Result{}
-	res.facts("selective", facts, sent, fwd)
+	res.facts("selective", facts, sent, fwd, true)
 	res.probe(context.Background(), recall)
-	res.facts("full", facts, sent, fwd) // the same facts dropped again: probed once
+	res.facts("full", facts, sent, fwd, true) // the same facts dropped again: probed once
 	res.probe(context.Background(), recall)
 
 	if res.FactsSeen != 10 || res.FactsKept != 4 {
@@ -76,7 +76,7 @@ func TestFactsByKindAndProbes(t *testing.T) {
 // the queue does not grow.
 func TestProbesWithoutRecall(t *testing.T) {
 	res := &Result{}
-	res.facts("full", []corpus.Fact{{Kind: "path", Text: "pkg/a/f3.go"}}, "read pkg/a/f3.go", "")
+	res.facts("full", []corpus.Fact{{Kind: "path", Text: "pkg/a/f3.go"}}, "read pkg/a/f3.go", "", true)
 	res.probe(context.Background(), nil)
 	if res.RecallProbes != 0 || len(res.pending) != 0 || res.FactsByKind["path"] != (FactCount{Seen: 1}) {
 		t.Fatalf("%+v", res)
@@ -104,5 +104,24 @@ func TestProbeQueryAndHolds(t *testing.T) {
 		if got := holds(c.text, c.fact); got != c.want {
 			t.Errorf("holds(%q, %q) = %v", c.text, c.fact, got)
 		}
+	}
+}
+
+// TestKindFactsStayOutOfTheTotals: facts counted by kind only are checked
+// and probed, and leave the totals as they were.
+func TestKindFactsStayOutOfTheTotals(t *testing.T) {
+	res := &Result{}
+	res.facts("full", []corpus.Fact{{Kind: "path", Text: "a/b.go"}}, "a/b.go and Now I will fix the sign.", "a/b.go", true)
+	res.facts("full", []corpus.Fact{{Kind: "decision", Text: "Now I will fix the sign."}}, "a/b.go and Now I will fix the sign.", "a/b.go", false)
+	probed := 0
+	res.probe(context.Background(), func(context.Context, string) []string {
+		probed++
+		return []string{"[assistant]\nNow I will fix the sign."}
+	})
+	if res.FactsSeen != 1 || res.FactsKept != 1 || res.FactsByApplied["full"] != [2]int{1, 1} || len(res.Lost) != 0 {
+		t.Errorf("totals %d/%d, by applied %v, lost %q: the decision is counted in them", res.FactsSeen, res.FactsKept, res.FactsByApplied, res.Lost)
+	}
+	if got := res.FactsByKind["decision"]; got != (FactCount{Seen: 1, Probes: 1, Recalled: 1}) || probed != 1 || res.RecallTop3 != 1 {
+		t.Errorf("decision %+v, probed %d, top-3 %d", got, probed, res.RecallTop3)
 	}
 }

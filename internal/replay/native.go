@@ -227,8 +227,10 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 				res.CountTokensMaxDiff = max(res.CountTokensMaxDiff, d)
 			}
 		}
-		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts) > 0 {
-			res.facts(rq.Applied, o.Facts, norm(strings.Join(nativeTexts(body), "\n")), norm(strings.Join(nativeTexts(fwd), "\n")))
+		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts)+len(o.KindFacts) > 0 {
+			sentText, fwdText := norm(strings.Join(nativeTexts(body), "\n")), norm(strings.Join(nativeTexts(fwd), "\n"))
+			res.facts(rq.Applied, o.Facts, sentText, fwdText, true)
+			res.facts(rq.Applied, o.KindFacts, sentText, fwdText, false)
 		}
 		cur := make([]string, len(out))
 		for j, m := range out {

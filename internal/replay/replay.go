@@ -42,6 +42,10 @@ type Options struct {
 	// Facts are checked in every condensed request: each fact present in
 	// what the agent sent should be present in what was forwarded.
 	Facts []corpus.Fact
+	// KindFacts are checked like Facts but counted in FactsByKind (and
+	// probed) only, not in the totals (FactsSeen, FactsKept,
+	// FactsByApplied): facts a report shows apart.
+	KindFacts []corpus.Fact
 	// Before, if set, is called before request i is sent (fault tests stop
 	// and start things there).
 	Before func(i int)
@@ -283,8 +287,10 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		out := gjson.GetBytes(fwd, "messages").Array()
 		rq.HeadVerbatim = len(out) >= 2 && out[0].Raw == sent[0].Raw && out[1].Raw == sent[1].Raw
 		rq.LastVerbatim = len(out) > 0 && out[len(out)-1].Raw == sent[len(sent)-1].Raw
-		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts) > 0 {
-			res.facts(rq.Applied, o.Facts, norm(contents(sent)), norm(contents(out)))
+		if rq.Applied != "" && rq.Applied != "none" && len(o.Facts)+len(o.KindFacts) > 0 {
+			sentText, fwdText := norm(contents(sent)), norm(contents(out))
+			res.facts(rq.Applied, o.Facts, sentText, fwdText, true)
+			res.facts(rq.Applied, o.KindFacts, sentText, fwdText, false)
 		}
 		cur := make([]string, len(out))
 		for j, m := range out {
