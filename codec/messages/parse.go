@@ -91,8 +91,16 @@ var topKeys = [2]string{"role", "content"}
 
 // Parse implements view.Codec.
 //
-// Roles: user and assistant; any other is view.ErrInvalid (the API would
-// refuse the request). An assistant message's tool_use blocks are its
+// Roles: user, assistant and system; any other is view.ErrInvalid (the
+// API would refuse the request). A system message among the messages
+// (Claude Code 2.1.197 sends one after the first user message with its
+// default model, claude-opus-4-8, under the beta
+// mid-conversation-system-2026-04-07: the list of agent types) is
+// instructions, not a turn: it is frozen (never edited) and the head runs
+// through the latest one (and the tool results glued after it), so it is
+// never dropped, never moved, and no summary goes before it. A system
+// message late in a conversation thus keeps everything before it
+// verbatim: condensing only ever cuts after it. An assistant message's tool_use blocks are its
 // calls; a user message whose content opens with tool_result blocks
 // answers them and is glued to the assistant message before it. A
 // tool_result after another kind of block is view.ErrInvalid (the API
@@ -107,7 +115,7 @@ func (c *Codec) Parse(r *view.Request) error {
 	var top [2][2]int
 	var elems [][2]int
 	var p parser
-	lastCompaction := -1
+	lastCompaction, lastSystem := -1, -1
 	for i := range r.Items {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
@@ -155,6 +163,16 @@ func (c *Codec) Parse(r *view.Request) error {
 			if err := p.user(it, raw, content, bs, isArray, i); err != nil {
 				return err
 			}
+		case view.RoleSystem:
+			// Instructions amid the turns: kept as sent, never cut (see
+			// above). Text only, as the top-level system.
+			for _, b := range bs {
+				if b.typ != "text" {
+					return fmt.Errorf("%w: system message %d has a %q block", view.ErrInvalid, i, b.typ)
+				}
+			}
+			it.Role, it.Frozen = role, true
+			lastSystem = i
 		default:
 			return fmt.Errorf("%w: message %d has role %q", view.ErrInvalid, i, role)
 		}
@@ -167,9 +185,10 @@ func (c *Codec) Parse(r *view.Request) error {
 	}
 	// The API ignores what precedes the latest compaction block: the head
 	// runs through its message (and the tool results answering it), so
-	// the block is never moved and no summary goes before it.
-	if lastCompaction >= 0 {
-		r.Head = max(r.Head, lastCompaction+1)
+	// the block is never moved and no summary goes before it. The same
+	// for the latest system message: never cut.
+	if keep := max(lastCompaction, lastSystem); keep >= 0 {
+		r.Head = max(r.Head, keep+1)
 		for r.Head < len(r.Items) && r.Items[r.Head].Glue {
 			r.Head++
 		}
