@@ -355,8 +355,9 @@ type cacheMark struct {
 //
 //   - a JSON object with a model, max_tokens (not for count_tokens) and a
 //     non-empty messages array; system a string or text blocks;
-//   - roles user, assistant and system (a system message among the turns:
-//     non-empty text, not between a tool_use and its tool_result);
+//   - roles user and assistant, and system after the first message (a
+//     system message among the turns: non-empty text, not between a
+//     tool_use and its tool_result);
 //     content a non-empty string or blocks of types the role may send; no
 //     empty text block;
 //   - every tool_use of an assistant message answered by a tool_result in
@@ -459,13 +460,13 @@ func ValidateMessages(body []byte, signer Signer, countTokens bool) *APIError {
 	parsed := make([][]blk, len(list))
 	for i, m := range list {
 		role := m.Get("role").String()
-		if role == "system" {
+		if role == "system" && i > 0 {
 			// A system message among the turns: Claude Code 2.1.197 sends
 			// one after the first user message with its default model
 			// (claude-opus-4-8, beta mid-conversation-system-2026-04-07),
 			// and the API accepts it. Text only, like the top-level
 			// system; it does not stand between a tool_use and its
-			// tool_result.
+			// tool_result. First of all it was never seen: still refused.
 			if e := systemMessage(m.Get("content"), i, mark); e != nil {
 				return e
 			}
@@ -476,7 +477,7 @@ func ValidateMessages(body []byte, signer Signer, countTokens bool) *APIError {
 			continue
 		}
 		if role != "user" && role != "assistant" {
-			return invalid("messages.%d.role: Input should be 'user', 'assistant' or 'system'", i)
+			return invalid("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
 		content := m.Get("content")
 		var blocks []blk
