@@ -89,51 +89,73 @@ func TestSystemMessageRefusals(t *testing.T) {
 	}
 }
 
-// TestSystemMessageSurvivesCondensing: a long Claude Code-like session
-// with the recorded system message where Claude Code puts it (after the
-// task) or a few turns later is condensed in every mode; the result is
-// valid for the strict fake and holds the system message verbatim, once,
-// after the same messages as received.
-func TestSystemMessageSurvivesCondensing(t *testing.T) {
+// reminder is a later system message as Claude Code 2.1.197 appends it
+// every few steps (with claude-opus-4-8), after the newest tool results.
+const reminder = `{"role":"system","content":"The task tools haven't been used recently. If you're working on tasks that would benefit from tracking progress, consider using TaskCreate."}`
+
+// TestSystemMessagesThroughCondensing: a long Claude Code-like session
+// laid out as Claude Code 2.1.197 sends it with claude-opus-4-8 — the
+// recorded agent-types system message after the task, a reminder after
+// every fifth tool result — is condensed in every mode, valid for the
+// strict fake. The leading system message is kept verbatim, in place;
+// every system message forwarded is one received, verbatim, right after
+// the message it followed; the newest reminder is kept.
+func TestSystemMessagesThroughCondensing(t *testing.T) {
 	sys := gjson.GetBytes(claudeOpus48(t), "messages.1").Raw
 	if gjson.Get(sys, "role").Str != "system" {
 		t.Fatal("fixture: messages.1 is not the system message")
 	}
 	const window = 40000
-	for _, at := range []int{1, 5} {
-		for _, thinking := range []bool{true, false} {
-			for _, mode := range []string{condense.ModeAuto, condense.ModeFull, condense.ModeTruncate} {
-				msgs := claudeSession(21, 60, thinking)
-				msgs = append(msgs[:at], append([]string{sys}, msgs[at:]...)...)
-				b := body(msgs, "claude-opus-4-8", thinking)
-				e, c := newEngine(window, condense.Options{SelectiveEnabled: true, ChunkTokens: 5000, SummaryBudgetTokens: 3000})
-				res, err := e.Condense(context.Background(), condense.Request{Body: b, Codec: c, Mode: mode, Scope: "test"})
-				if err != nil {
-					t.Fatal(err)
+	for _, thinking := range []bool{true, false} {
+		session := claudeSession(21, 60, thinking)
+		msgs := []string{session[0], sys}
+		for i, m := range session[1:] {
+			msgs = append(msgs, m)
+			if i%10 == 9 { // after every fifth tool result
+				msgs = append(msgs, reminder)
+			}
+		}
+		if gjson.Get(msgs[len(msgs)-1], "role").Str != "system" {
+			t.Fatal("the session does not end with a reminder")
+		}
+		// What each system message follows.
+		after := map[string]string{}
+		key := func(m gjson.Result) string { return m.Get("role").Str + "/" + m.Get("content.0.tool_use_id").Str }
+		for i := 2; i < len(msgs); i++ {
+			if gjson.Get(msgs[i], "role").Str == "system" {
+				after[key(gjson.Get(msgs[i-1], "@this"))] = msgs[i]
+			}
+		}
+		for _, mode := range []string{condense.ModeAuto, condense.ModeFull, condense.ModeSelective, condense.ModeTruncate} {
+			b := body(msgs, "claude-opus-4-8", thinking)
+			e, c := newEngine(window, condense.Options{SelectiveEnabled: true, ChunkTokens: 5000, SummaryBudgetTokens: 3000})
+			res, err := e.Condense(context.Background(), condense.Request{Body: b, Codec: c, Mode: mode, Scope: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := res.Report
+			if rep.Applied == condense.AppliedNone {
+				t.Fatalf("thinking %v, %s: not condensed: %s", thinking, mode, rep.Reason)
+			}
+			if rep.TokensAfter > window {
+				t.Fatalf("thinking %v, %s: %d tokens forwarded", thinking, mode, rep.TokensAfter)
+			}
+			if err := fakeupstream.ValidateMessages(res.Body, fakeupstream.DefaultSigner, false); err != nil {
+				t.Fatalf("thinking %v, %s: the API would refuse it: %s", thinking, mode, err.Message)
+			}
+			out := gjson.GetBytes(res.Body, "messages").Array()
+			if out[0].Raw != msgs[0] || out[1].Raw != sys {
+				t.Fatalf("thinking %v, %s: the task and the agent types are not kept first", thinking, mode)
+			}
+			if last := out[len(out)-1].Raw; last != msgs[len(msgs)-1] {
+				t.Fatalf("thinking %v, %s: the newest reminder is not last: %.80s", thinking, mode, last)
+			}
+			for i := 2; i < len(out); i++ {
+				if out[i].Get("role").Str != "system" {
+					continue
 				}
-				rep := res.Report
-				if rep.Applied == condense.AppliedNone {
-					t.Fatalf("at %d, thinking %v, %s: not condensed: %s", at, thinking, mode, rep.Reason)
-				}
-				if err := fakeupstream.ValidateMessages(res.Body, fakeupstream.DefaultSigner, false); err != nil {
-					t.Fatalf("at %d, thinking %v, %s: the API would refuse it: %s", at, thinking, mode, err.Message)
-				}
-				out := gjson.GetBytes(res.Body, "messages").Array()
-				n, pos := 0, -1
-				for i, m := range out {
-					if m.Raw == sys {
-						n, pos = n+1, i
-					}
-				}
-				if n != 1 || pos != at {
-					t.Fatalf("at %d, thinking %v, %s: system message %d times, at %d", at, thinking, mode, n, pos)
-				}
-				// Nothing before it is cut or moved (a tool result there
-				// may be digested: kept messages' outputs may be).
-				for i := 0; i < at; i++ {
-					if out[i].Get("role").Str != gjson.Get(msgs[i], "role").Str || out[i].Get("content.0.tool_use_id").Str != gjson.Get(msgs[i], "content.0.tool_use_id").Str {
-						t.Fatalf("at %d, %s: message %d before the system message is not the same message", at, mode, i)
-					}
+				if want, ok := after[key(out[i-1])]; !ok || out[i].Raw != want {
+					t.Fatalf("thinking %v, %s: system message %d does not follow the message it followed: %.80s", thinking, mode, i, out[i].Raw)
 				}
 			}
 		}
