@@ -191,7 +191,8 @@ func TestParseSteps(t *testing.T) {
 func TestParseRefuses(t *testing.T) {
 	c := New(sharedCounter)
 	for name, msgs := range map[string]string{
-		"system role":            `{"role":"user","content":"a"},{"role":"system","content":"b"}`,
+		"tool role":              `{"role":"user","content":"a"},{"role":"tool","content":"b"}`,
+		"system message image":   `{"role":"user","content":"a"},{"role":"system","content":[{"type":"image","source":{}}]}`,
 		"tool_result after text": `{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]},{"role":"user","content":[{"type":"text","text":"x"},{"type":"tool_result","tool_use_id":"t","content":"y"}]}`,
 		"tool_use without id":    `{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"tool_use","name":"n","input":{}}]}`,
 		"content a number":       `{"role":"user","content":7}`,

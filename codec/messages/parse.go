@@ -91,9 +91,21 @@ var topKeys = [2]string{"role", "content"}
 
 // Parse implements view.Codec.
 //
-// Roles: user and assistant; any other is view.ErrInvalid (the API would
-// refuse the request). An assistant message's tool_use blocks are its
-// calls; a user message whose content opens with tool_result blocks
+// Roles: user, assistant and system; any other is view.ErrInvalid (the
+// API would refuse the request). Claude Code 2.1.197 with its default
+// model (claude-opus-4-8, beta mid-conversation-system-2026-04-07) sends
+// system messages among the messages: the list of agent types right after
+// the first user message, and every few steps a reminder ("The task tools
+// haven't been used recently…") after the newest tool results, which stays
+// in the history. A system message is text only and frozen (never
+// edited). The leading ones — right after the head, as the agent types —
+// join the head: never cut, never moved, no summary before them. A later
+// one is glued to the step before it (the moment it speaks of): kept or
+// cut with that step, never split from it; a summary of a cut range gets
+// its text. (The head cannot run through the latest one: a reminder every
+// few steps would pin the whole conversation and nothing would be
+// condensed.) An assistant message's tool_use blocks are its calls; a
+// user message whose content opens with tool_result blocks
 // answers them and is glued to the assistant message before it. A
 // tool_result after another kind of block is view.ErrInvalid (the API
 // wants them first). The engine's step split checks the pairing itself.
@@ -155,6 +167,16 @@ func (c *Codec) Parse(r *view.Request) error {
 			if err := p.user(it, raw, content, bs, isArray, i); err != nil {
 				return err
 			}
+		case view.RoleSystem:
+			// Instructions amid the turns: never edited; in the head or
+			// glued to the step before (see above). Text only, as the
+			// top-level system.
+			for _, b := range bs {
+				if b.typ != "text" {
+					return fmt.Errorf("%w: system message %d has a %q block", view.ErrInvalid, i, b.typ)
+				}
+			}
+			it.Role, it.Frozen, it.Glue = role, true, i > 0
 		default:
 			return fmt.Errorf("%w: message %d has role %q", view.ErrInvalid, i, role)
 		}
@@ -164,6 +186,10 @@ func (c *Codec) Parse(r *view.Request) error {
 	}
 	if r.Head > 0 && len(r.Items[0].Answers) > 0 {
 		r.Head = 0
+	}
+	// System messages right after the head join it (see above).
+	for r.Head < len(r.Items) && r.Items[r.Head].Role == view.RoleSystem {
+		r.Head++
 	}
 	// The API ignores what precedes the latest compaction block: the head
 	// runs through its message (and the tool results answering it), so

@@ -88,6 +88,15 @@ var (
 // through the latest one, so it and what precedes it are kept verbatim,
 // and over any items glued to its last item, so no step straddles it.
 //
+// An additional_tools item (Codex 0.169 with its default model,
+// gpt-6.1-sol, sends no top-level tools and declares them in a leading
+// {"type":"additional_tools","role":"developer","tools":[namespaces…]}
+// item instead, JavaScript exec tool included) is the request's tool
+// declarations: frozen, and the head runs through the latest one, so it
+// is never edited, dropped or moved (the calls after it name its tools).
+// Its tools are counted with it (countItem counts the tools field by its
+// JSON text).
+//
 // An item type this codec does not know is view.ErrInvalid: the request
 // is forwarded unchanged rather than cut where its rules are unknown
 // (item_reference, MCP approval requests and responses, types newer than
@@ -95,7 +104,7 @@ var (
 func (c *Codec) Parse(r *view.Request) error {
 	spans := make([][2]int, len(parseKeys))
 	prevModel := false
-	lastCompaction := -1
+	lastCompaction, lastTools := -1, -1
 	// An item's calls, answers and outputs come from shared blocks.
 	var (
 		callS   slab.Slab[view.Call]
@@ -188,6 +197,12 @@ func (c *Codec) Parse(r *view.Request) error {
 		case isCompaction(t):
 			it.Role, it.Frozen = view.RoleAssistant, true
 			lastCompaction = i
+		case t == AdditionalTools:
+			it.Role, it.Frozen = view.RoleDeveloper, true
+			if role == view.RoleSystem {
+				it.Role = role
+			}
+			lastTools = i
 		default:
 			return fmt.Errorf("%w: input item %d has type %q, which this codec does not condense", view.ErrInvalid, i, t)
 		}
@@ -196,7 +211,7 @@ func (c *Codec) Parse(r *view.Request) error {
 		}
 		prevModel = model
 	}
-	r.Head = max(r.Head, lastCompaction+1)
+	r.Head = max(r.Head, lastCompaction+1, lastTools+1)
 	for r.Head < len(r.Items) && r.Items[r.Head].Glue {
 		r.Head++
 	}
@@ -258,6 +273,8 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 		t.Text = "[" + what + "]"
 	case isCompaction(typ):
 		t.Text = "[compaction]"
+	case typ == AdditionalTools:
+		t.Text = "[additional_tools]"
 	default:
 		t.Text = partsText(g.Get("content"))
 	}

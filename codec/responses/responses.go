@@ -147,15 +147,25 @@ func strValue(raw string, sp [2]int) string {
 	return gjson.Parse(raw[sp[0]:sp[1]]).Str
 }
 
+// AdditionalTools is the input item type that declares tools in the
+// conversation rather than in the top-level tools field (Codex 0.169 with
+// gpt-6.1-sol: {"type":"additional_tools","role":"developer","tools":[…]}).
+const AdditionalTools = "additional_tools"
+
 // head returns how many leading items are the head: the leading run of
 // system, developer and user messages (Codex sends its base prompt as
 // developer items, then AGENTS.md and its environment context as user
-// messages, then the task). Parse extends it through the latest
-// compaction item.
+// messages, then the task) and additional_tools items (Codex's tool
+// declarations, first of all with gpt-6.1-sol). Parse extends it through
+// the latest compaction and additional_tools item.
 func head(r *view.Request) int {
 	h := 0
 	for h < len(r.Items) {
 		typ, role := kind(r.Raw(h))
+		if typ == AdditionalTools {
+			h++
+			continue
+		}
 		if typ != "message" || (role != view.RoleSystem && role != view.RoleDeveloper && role != view.RoleUser) {
 			break
 		}

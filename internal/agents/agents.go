@@ -145,6 +145,10 @@ type ClaudeOptions struct {
 	Prompt  string
 	// Model; default "claude-sonnet-4-5" (thinking enabled with a budget).
 	Model string
+	// OwnModel runs without --model: Claude Code picks its own default
+	// (claude-opus-4-8 in 2.1.197, which sends a system message among the
+	// messages). Model is ignored.
+	OwnModel bool
 	// APIKey, sent as x-api-key; default "sk-ant-test".
 	APIKey string
 	// Extra arguments and environment entries.
@@ -165,7 +169,11 @@ func ClaudeCommand(o ClaudeOptions) *exec.Cmd {
 	if o.APIKey == "" {
 		o.APIKey = "sk-ant-test"
 	}
-	args := append([]string{"-p", o.Prompt, "--model", o.Model, "--dangerously-skip-permissions"}, o.Args...)
+	args := []string{"-p", o.Prompt}
+	if !o.OwnModel {
+		args = append(args, "--model", o.Model)
+	}
+	args = append(append(args, "--dangerously-skip-permissions"), o.Args...)
 	cmd := exec.Command(o.Bin, args...)
 	cmd.Dir = o.Workdir
 	cmd.Env = append(baseEnv(o.Home),
@@ -189,6 +197,10 @@ type CodexOptions struct {
 	Prompt  string
 	// Model; default "gpt-5.5".
 	Model string
+	// OwnModel runs without -m: Codex picks its own default (gpt-6.1-sol
+	// in 0.169, which declares its tools in an additional_tools input
+	// item, a JavaScript exec tool holding the others). Model is ignored.
+	OwnModel bool
 	// APIKey, sent as Authorization: Bearer; default "sk-test".
 	APIKey string
 	// Extra arguments (before the prompt) and environment entries.
@@ -216,7 +228,9 @@ func CodexCommand(o CodexOptions) *exec.Cmd {
 		"--disable", "plugins",
 		"--skip-git-repo-check",
 		"--dangerously-bypass-approvals-and-sandbox",
-		"-m", o.Model,
+	}
+	if !o.OwnModel {
+		args = append(args, "-m", o.Model)
 	}
 	args = append(args, o.Args...)
 	args = append(args, o.Prompt)

@@ -3,7 +3,10 @@ package agents_test
 import (
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/condense-proxy/condense-proxy/internal/agents"
+	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 )
 
 // claudeWindow leaves room for Claude Code's own ~26k-token prompt and
@@ -29,11 +32,37 @@ func TestClaudeCode(t *testing.T) {
 	}
 }
 
-// claudeRun runs Claude Code with model through e's proxy.
+// TestClaudeCodeOwnModel runs Claude Code without --model: its own
+// default (claude-opus-4-8 in 2.1.197) sends a system message among the
+// messages, which the proxy must condense around (not forward unchanged),
+// keeping it as sent, every request accepted by the strict fake.
+func TestClaudeCodeOwnModel(t *testing.T) {
+	bin := agents.Require(t, agents.Claude)
+	e := newE2E(t, "messages", claudeWindow)
+	e.check(claudeRun(t, e, bin, ""))
+	systems := 0
+	for _, r := range e.received() {
+		if r.Path != "/v1/messages" || fakeupstream.IsSummaryRequest(r.Body) {
+			continue
+		}
+		gjson.GetBytes(r.Body, "messages").ForEach(func(_, m gjson.Result) bool {
+			if m.Get("role").Str == "system" {
+				systems++
+			}
+			return true
+		})
+	}
+	if systems == 0 {
+		t.Errorf("no system message among the messages upstream received: is %s's default model still one that sends it?", bin)
+	}
+}
+
+// claudeRun runs Claude Code with model through e's proxy ("": the
+// agent's own default model, no --model).
 func claudeRun(t *testing.T, e *e2e, bin, model string) agents.Result {
 	return e.run(func() agents.Result {
 		return agents.Run(agentContext(t), agents.ClaudeCommand(agents.ClaudeOptions{
-			Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: model,
+			Bin: bin, BaseURL: e.stack.Proxy.URL, Home: e.home(), Workdir: e.workdir(), Model: model, OwnModel: model == "",
 			Prompt: "Read the files of this directory one by one as the tools direct, then report.",
 		}))
 	})

@@ -55,6 +55,13 @@ type e2eConfig struct {
 	tamper    func(path string, body []byte) []byte
 	configure func(*config.Config)
 	answer    func(script func([]byte) fakeupstream.Reply) func([]byte) fakeupstream.Reply
+	step      func(agents.File) fakeupstream.Step
+}
+
+// withStep sets the tool call each scripted step asks for (default:
+// stepFor the format).
+func withStep(f func(agents.File) fakeupstream.Step) e2eOption {
+	return func(c *e2eConfig) { c.step = f }
 }
 
 // withConfig changes the proxy's config (memory.recall_tool…).
@@ -115,6 +122,10 @@ func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
 	// reach it from another process, with no synchronization the race
 	// detector could see.
 	for _, f := range files {
+		if cfg.step != nil {
+			e.script.Steps = append(e.script.Steps, cfg.step(f))
+			continue
+		}
 		e.script.Steps = append(e.script.Steps, stepFor(format, f))
 	}
 	front := e.front.Wrap

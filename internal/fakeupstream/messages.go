@@ -310,6 +310,39 @@ func assistantBlock(typ string) bool {
 	return assistantBlocks[typ] || strings.HasSuffix(typ, "_tool_result")
 }
 
+// systemMessage checks the content of a system message among the
+// messages: a non-empty string or non-empty text blocks (markers counted).
+func systemMessage(c gjson.Result, i int, mark func(string, gjson.Result) *APIError) *APIError {
+	switch {
+	case c.Type == gjson.String:
+		if strings.TrimSpace(c.Str) == "" {
+			return invalid("messages.%d: system messages must have non-empty content", i)
+		}
+		return nil
+	case c.IsArray():
+		var err *APIError
+		n := 0
+		c.ForEach(func(k, b gjson.Result) bool {
+			n++
+			if b.Get("type").String() != "text" {
+				err = invalid("messages.%d.content.%d.type: Input should be 'text'", i, k.Int())
+				return false
+			}
+			if strings.TrimSpace(b.Get("text").String()) == "" {
+				err = invalid("messages: text content blocks must contain non-whitespace text")
+				return false
+			}
+			err = mark(fmt.Sprintf("messages.%d.content.%d", i, k.Int()), b.Get("cache_control"))
+			return err == nil
+		})
+		if err == nil && n == 0 {
+			err = invalid("messages.%d: system messages must have non-empty content", i)
+		}
+		return err
+	}
+	return invalid("messages.%d.content: Input should be a valid string or a list of content blocks", i)
+}
+
 // cacheMark is one cache_control marker, in processing order.
 type cacheMark struct {
 	path string
@@ -322,8 +355,11 @@ type cacheMark struct {
 //
 //   - a JSON object with a model, max_tokens (not for count_tokens) and a
 //     non-empty messages array; system a string or text blocks;
-//   - roles user and assistant only; content a non-empty string or blocks
-//     of types the role may send; no empty text block;
+//   - roles user and assistant, and system after the first message (a
+//     system message among the turns: non-empty text, not between a
+//     tool_use and its tool_result);
+//     content a non-empty string or blocks of types the role may send; no
+//     empty text block;
 //   - every tool_use of an assistant message answered by a tool_result in
 //     the next message, tool_results first in their user message and each
 //     answering a tool_use of the previous assistant message; tool_use ids
@@ -424,6 +460,22 @@ func ValidateMessages(body []byte, signer Signer, countTokens bool) *APIError {
 	parsed := make([][]blk, len(list))
 	for i, m := range list {
 		role := m.Get("role").String()
+		if role == "system" && i > 0 {
+			// A system message among the turns: Claude Code 2.1.197 sends
+			// one after the first user message with its default model
+			// (claude-opus-4-8, beta mid-conversation-system-2026-04-07),
+			// and the API accepts it. Text only, like the top-level
+			// system; it does not stand between a tool_use and its
+			// tool_result. First of all it was never seen: still refused.
+			if e := systemMessage(m.Get("content"), i, mark); e != nil {
+				return e
+			}
+			if len(prevUses) > 0 {
+				return invalid("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", prevIndex, strings.Join(prevUses, ", "))
+			}
+			parsed[i] = []blk{{typ: "text"}}
+			continue
+		}
 		if role != "user" && role != "assistant" {
 			return invalid("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}

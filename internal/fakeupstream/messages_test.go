@@ -60,6 +60,13 @@ func TestValidateMessages(t *testing.T) {
 		{"count_tokens needs no max_tokens", `{"model":"m","messages":[` + userHi + `]}`, true, ""},
 		{"empty messages", msgBody(`[]`), false, "at least one message is required"},
 		{"unknown role", msgBody(`[{"role":"system","content":"x"}]`), false, "messages.0.role: Input should be 'user' or 'assistant'"},
+		{"unknown role later", msgBody(`[` + userHi + `,{"role":"tool","content":"x"}]`), false, "messages.1.role: Input should be 'user' or 'assistant'"},
+		// Claude Code 2.1.197 with claude-opus-4-8.
+		{"system message after the task", msgBody(`[` + userHi + `,{"role":"system","content":"Available agent types"},` + useA + `,` + resultA + `]`), false, ""},
+		{"system message of text blocks", msgBody(`[` + userHi + `,{"role":"system","content":[{"type":"text","text":"Be brief."}]}]`), false, ""},
+		{"system message with an image", msgBody(`[` + userHi + `,{"role":"system","content":[{"type":"image","source":{}}]}]`), false, "messages.1.content.0.type: Input should be 'text'"},
+		{"empty system message", msgBody(`[` + userHi + `,{"role":"system","content":" "}]`), false, "system messages must have non-empty content"},
+		{"system message between tool_use and tool_result", msgBody(`[` + userHi + `,` + useA + `,{"role":"system","content":"x"},` + resultA + `]`), false, "without `tool_result` blocks immediately after"},
 		{"empty text block", msgBody(`[{"role":"user","content":[{"type":"text","text":""}]}]`), false, "text content blocks must contain non-whitespace text"},
 		{"unknown block type", msgBody(`[{"role":"user","content":[{"type":"tool_use","id":"x","name":"n","input":{}}]}]`), false, "does not match any of the expected tags"},
 		{"tool_use without result", msgBody(`[` + userHi + `,` + useA + `,` + userHi + `]`), false,

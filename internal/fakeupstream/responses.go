@@ -338,6 +338,10 @@ var responseItems = map[string]bool{
 	"mcp_approval_request": true, "mcp_approval_response": true, "item_reference": true, "compaction": true,
 	"tool_search_call": true, "tool_search_output": true, "shell_call": true, "shell_call_output": true,
 	"apply_patch_call": true, "apply_patch_call_output": true, "compaction_trigger": true,
+	// Tool declarations as an input item: Codex 0.169 with its default
+	// model (gpt-6.1-sol) sends no top-level tools and this item first,
+	// {"type":"additional_tools","role":"developer","tools":[namespaces]}.
+	"additional_tools": true,
 }
 
 // lastIsTrigger reports whether a request's last input item is a
@@ -381,7 +385,9 @@ func itemType(it gjson.Result) string {
 //   - a reasoning item followed by the item it produced (a message of the
 //     assistant or a call), with a summary, and, when store is false,
 //     carrying encrypted_content;
-//   - every encrypted_content (reasoning, compaction) issued by signer.
+//   - every encrypted_content (reasoning, compaction) issued by signer;
+//   - an additional_tools item (tool declarations amid the input) holding
+//     a tools array.
 func ValidateResponses(body []byte, signer Signer) *APIError {
 	if !gjson.ValidBytes(body) {
 		return invalid("We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)")
@@ -503,6 +509,12 @@ func ValidateResponses(body []byte, signer Signer) *APIError {
 				e := invalid("The encrypted content %s could not be verified.", abbrev(ec.String()))
 				e.Code = "invalid_encrypted_content"
 				return e
+			}
+		case "additional_tools":
+			// Seen from Codex 0.169 (gpt-6.1-sol): a list of tools
+			// (namespaces of function and custom tools).
+			if !it.Get("tools").IsArray() {
+				return at(invalid("Invalid type for '%s.tools': expected an array of tools.", param), param+".tools")
 			}
 		case "compaction_trigger":
 			if i != len(items)-1 {

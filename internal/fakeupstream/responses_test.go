@@ -37,6 +37,9 @@ func TestValidateResponses(t *testing.T) {
 		name, body, wantErr, code string
 	}{
 		{"plain", respBody(dev + `,` + user), "", ""},
+		// Codex 0.169 with gpt-6.1-sol.
+		{"additional_tools", respBody(`{"type":"additional_tools","id":"at_1","role":"developer","tools":[{"type":"namespace","name":"functions","description":"","tools":[{"type":"custom","name":"exec","description":"Run JavaScript"}]}]},` + dev + `,` + user), "", ""},
+		{"additional_tools without tools", respBody(`{"type":"additional_tools","role":"developer"},` + user), "Invalid type for 'input[0].tools'", ""},
 		{"string input", `{"model":"m","input":"hi"}`, "", ""},
 		{"easy message without type", respBody(`{"role":"user","content":"hi"}`), "", ""},
 		{"call round trip", respBody(dev + `,` + user + `,` + reasoningItem("r") + `,` + call1 + `,` + out1), "", ""},

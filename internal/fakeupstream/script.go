@@ -110,6 +110,14 @@ func (s *Script) StepOf(format string, body []byte) (step int, inLoop bool) {
 		}
 	} else {
 		msgs := root.Get("messages").Array()
+		// Trailing system messages (reminders Claude Code 2.1.197 appends
+		// with claude-opus-4-8) do not end the loop: the last message is
+		// the one before them.
+		n := len(msgs)
+		for n > 0 && msgs[n-1].Get("role").String() == "system" {
+			n--
+		}
+		msgs = msgs[:n]
 		for i, m := range msgs {
 			m.Get("content").ForEach(func(_, b gjson.Result) bool {
 				if b.Get("type").String() == "tool_result" {
