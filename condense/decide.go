@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/condense-proxy/condense-proxy/redact"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -23,7 +26,35 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 		e.bill(ctx, req.Scope, &res.Report, fwd)
 	}
 	res.Report.Duration = e.now().Sub(start)
+	redactReport(&res.Report, req.Credentials)
 	return res, err
+}
+
+// redactReport removes key-shaped strings and the caller's credentials
+// from the report's texts, which go to the log line, the headers and the
+// page: a reason may quote an upstream's error, and an error may echo a
+// key.
+func redactReport(r *Report, creds http.Header) {
+	known := credentialValues(creds)
+	r.Reason = redact.Secrets(r.Reason, known...)
+	r.Degraded = redact.Secrets(r.Degraded, known...)
+}
+
+// credentialValues returns the secrets a caller's credential headers hold
+// (a Bearer token without its scheme, API key headers as they are).
+func credentialValues(h http.Header) []string {
+	var out []string
+	for name, vals := range h {
+		for _, v := range vals {
+			if strings.EqualFold(name, "Authorization") {
+				if _, tok, ok := strings.Cut(v, " "); ok {
+					v = tok
+				}
+			}
+			out = append(out, strings.TrimSpace(v))
+		}
+	}
+	return out
 }
 
 // run decides and, when needed, condenses req; fwd is the request to

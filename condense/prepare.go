@@ -2,6 +2,7 @@ package condense
 
 import (
 	"fmt"
+	"github.com/condense-proxy/condense-proxy/redact"
 	"sync"
 	"time"
 )
@@ -86,7 +87,7 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 			_, err = e.foldLevels(ctx, rq, items, e.budgets(rq).summary)
 		}
 		if err != nil {
-			e.log.Warn("background summary preparation failed", "err", err)
+			e.log.Warn("background summary preparation failed", "err", redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...))
 			return
 		}
 		if len(rq.degraded) == 0 { // an extractive stand-in is not kept: try again later

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/condense-proxy/condense-proxy/redact"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -162,8 +163,10 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 		if errors.Is(callErr, errNoSlot) {
 			return decorate(fallback()), false, "summarizer busy; extractive used", nil
 		}
-		e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", callErr)
-		return decorate(fallback()), false, "summarizer failed: " + shorten(callErr.Error(), 80), nil
+		// The upstream's error text may echo the key it was sent.
+		why := redact.Secrets(callErr.Error(), credentialValues(rq.req.Credentials)...)
+		e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", why)
+		return decorate(fallback()), false, "summarizer failed: " + shorten(why, 80), nil
 	}
 	return s, false, "", nil
 }
