@@ -262,6 +262,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 		}
 		if !countOnly {
 			p.metrics.observeReport(rep)
+			ri.billable = true // once the upstream's status says it was (middleware.go)
 		}
 	}
 	for _, hd := range res.Headers {

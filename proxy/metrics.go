@@ -38,7 +38,7 @@ type Metrics struct {
 	recalledItems prometheus.Counter
 }
 
-// observeReport records a counted request's tokens and estimated bill.
+// observeReport records a counted request's tokens.
 func (m *Metrics) observeReport(rep condense.Report) {
 	applied := rep.Applied
 	m.tokens.WithLabelValues("received").Add(float64(rep.TokensBefore))
@@ -47,6 +47,12 @@ func (m *Metrics) observeReport(rep condense.Report) {
 	if rep.PrefixReused > 0 {
 		m.prefixReused.WithLabelValues(applied).Add(float64(rep.PrefixReused))
 	}
+}
+
+// observeBilled records a billed request's estimated cache reads and writes
+// and its bill (a request the upstream failed is not billed: unbill).
+func (m *Metrics) observeBilled(rep condense.Report) {
+	applied := rep.Applied
 	family := rep.Family
 	if family == "" {
 		family = "unknown"

@@ -37,6 +37,22 @@ type reqInfo struct {
 	// are the calls the proxy answered (recall.go).
 	recall  *recallState
 	recalls []memory.Recalled
+	// billable: the report's bill counts if the upstream answers with
+	// success (a request it refused or failed costs nothing).
+	billable bool
+}
+
+// billed reports whether a request answered with status was billed by
+// the upstream: a success, not a refusal or a failure.
+func billed(status int, upstreamErr error) bool {
+	return upstreamErr == nil && status >= 200 && status < 400
+}
+
+// unbill clears a report's estimated bill: the request was not billed.
+func unbill(rep *condense.Report) {
+	rep.CacheRead, rep.CacheWrite, rep.Bill = 0, 0, 0
+	rep.UncondensedRead, rep.UncondensedWrite, rep.BillUncondensed = 0, 0, 0
+	rep.WouldCacheRead, rep.WouldCacheWrite, rep.WouldBill = 0, 0, 0
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -82,6 +98,13 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 				route = "other"
 			}
 			p.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			if rep := ri.report; rep != nil && ri.billable {
+				if billed(status, ri.upstreamErr) {
+					p.metrics.observeBilled(*rep)
+				} else {
+					unbill(rep) // the log line, the page: nothing billed
+				}
+			}
 			attrs := []slog.Attr{
 				slog.String("method", r.Method),
 				slog.String("path", clipName(r.URL.Path, maxPathShown)),
