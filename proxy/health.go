@@ -30,11 +30,15 @@ func (p *Proxy) readyz(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err == nil:
 			checks["cache"] = "ok"
+		// The page is open to everyone: the error's detail (the cache's
+		// address) goes to the log only.
 		case p.opts.CacheDegraded != nil && p.opts.CacheDegraded():
-			checks["cache"] = "degraded: " + err.Error()
+			checks["cache"] = "degraded"
+			p.log.Debug("readyz: cache degraded", "err", err)
 		default:
 			status = http.StatusServiceUnavailable
-			checks["cache"] = "unreachable: " + err.Error()
+			checks["cache"] = "unreachable"
+			p.log.Debug("readyz: cache unreachable", "err", err)
 		}
 	} else {
 		checks["cache"] = "memory"

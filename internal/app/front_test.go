@@ -25,6 +25,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/app"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/redistest"
 )
 
 // serve runs a's server (its timeouts included) on a loopback listener and
@@ -356,5 +357,24 @@ func TestBearerSpellingsOneScope(t *testing.T) {
 	access, convs := pageAccess(t, base, hdr)
 	if access != "caller" || len(convs) != 1 {
 		t.Fatalf("access %q, %d conversations: the key's own request is not its own", access, len(convs))
+	}
+}
+
+// TestReadyzDoesNotShowTheCacheAddress: /readyz is open to everyone, so
+// a cache that does not answer is said to be unreachable, without the
+// address its error names.
+func TestReadyzDoesNotShowTheCacheAddress(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	cfg := config.Defaults()
+	cfg.RedisURL = srv.URL()
+	a := newApp(t, &cfg, nil, app.Options{})
+	rec := httptest.NewRecorder()
+	a.Handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if strings.Contains(rec.Body.String(), srv.Addr()) || strings.Contains(rec.Body.String(), "127.0.0.1") {
+		t.Errorf("readyz shows the cache's address: %s", rec.Body)
+	}
+	if !strings.Contains(rec.Body.String(), `"cache"`) {
+		t.Errorf("readyz does not say how the cache is: %s", rec.Body)
 	}
 }
