@@ -65,27 +65,35 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 			fmt.Sprintf("condense-proxy: request body larger than %d bytes", p.opts.MaxBodyBytes))
 		return
 	}
-	if !p.inflight.acquire(r.Context(), p.opts.InflightWait) {
+	l := p.bodies.lease(r.Context(), p.opts.InflightWait)
+	defer l.release()
+	// The body is read before a condensing place is taken: a slow upload
+	// holds its memory lease, never a place others need.
+	raw, err := p.readBody(w, r, l)
+	if err != nil {
+		p.refuseBody(w, r, err)
+		return
+	}
+	ri.scope = p.opts.Scoper.Scope(r.Header)
+	place, got := p.inflight.acquire(r.Context(), ri.scope, p.opts.InflightWait)
+	if !got {
 		if r.Context().Err() != nil {
 			ri.status = StatusClientClosed
 			ri.note = "client left while waiting to be condensed"
 			return
 		}
-		// Busy: the request goes on as received, body streamed, nothing
-		// read or counted here.
-		why := fmt.Sprintf("busy: %d requests being condensed (max_inflight_condense); forwarded unchanged", p.inflight.size())
+		// Busy: the request goes on as received, nothing counted.
+		why := fmt.Sprintf("busy: %d requests being condensed (max_inflight_condense, at most %d a caller); forwarded unchanged", p.inflight.size(), p.inflight.share())
 		ri.note = why
 		w.Header().Set(HeaderApplied, condense.AppliedNone)
 		w.Header().Set(HeaderDegraded, why)
 		p.metrics.Condensed(condense.AppliedNone, "busy", 0)
-		p.rp.ServeHTTP(w, r)
+		p.forward(w, r, raw, start, l)
 		return
 	}
-	l := p.bodies.lease(r.Context(), p.opts.InflightWait)
-	defer l.release()
-	place := &held{s: p.inflight, have: true}
-	body, ok := p.prepare(w, r, codec, countOnly, l, place)
-	place.Release()
+	defer place.finish() // (a panic in prepare too)
+	body, ok := p.prepare(w, r, raw, codec, countOnly, l, place)
+	place.finish()
 	if ok {
 		done := func() {}
 		body = p.addRecallTool(r, codec, body, countOnly)
@@ -169,14 +177,8 @@ func (p *Proxy) decodedLimit() int64 {
 // in-flight places and taking the body's memory from l. It returns the
 // body to forward, or false when it answered the request itself (413…)
 // or the client left.
-func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec, countOnly bool, l *lease, place condense.Slot) ([]byte, bool) {
+func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, codec view.Codec, countOnly bool, l *lease, place condense.Slot) ([]byte, bool) {
 	ri := info(r.Context())
-	raw, err := p.readBody(w, r, l)
-	if err != nil {
-		p.refuseBody(w, r, err)
-		return nil, false
-	}
-
 	body, decoded, err := decodeBody(raw, r.Header.Get("Content-Encoding"), p.decodedLimit(), l)
 	var undecodable *undecodableError
 	switch {
@@ -210,7 +212,6 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, codec view.Codec
 	ri.mode = mode
 	w.Header().Set(HeaderMode, mode)
 	force, _ := strconv.ParseBool(r.Header.Get(HeaderForce))
-	ri.scope = p.opts.Scoper.Scope(r.Header)
 
 	res, err := p.opts.Condenser.Condense(r.Context(), condense.Request{
 		Body:        body,

@@ -108,3 +108,77 @@ func TestInflightPlaceFreedOnEveryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestInflightShareOfACaller: one caller holds at most all but one of the
+// places at once — its next request waits, then goes on unchanged — while
+// another caller's request takes the place left.
+func TestInflightShareOfACaller(t *testing.T) {
+	entered := make(chan struct{}, 4)
+	release := make(chan struct{})
+	blocking := condenserFunc(func(ctx context.Context, req condense.Request) (condense.Result, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return condense.Result{}, ctx.Err()
+		}
+		return testEngine().Condense(ctx, req)
+	})
+	h := newHarness(t, nil, func(o *Options) {
+		o.Condenser = blocking
+		o.MaxInflight = 2
+		o.InflightWait = 20 * time.Millisecond
+	})
+	a := map[string]string{"Authorization": "Bearer caller-a-key"}
+	b := map[string]string{"Authorization": "Bearer caller-b-key"}
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Authorization", a["Authorization"])
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	<-entered // caller a holds one place of two: its share
+	again := make(chan http.Header, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Authorization", a["Authorization"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			again <- nil
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		again <- resp.Header
+	}()
+	select {
+	case <-entered:
+		close(release)
+		t.Fatal("caller a's second request took the second place")
+	case hdr := <-again:
+		if !strings.Contains(hdr.Get(HeaderDegraded), "max_inflight_condense") {
+			t.Fatalf("caller a's second request: headers %v", hdr)
+		}
+	}
+	second := make(chan *http.Response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, h.proxy.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+		req.Header.Set("Authorization", b["Authorization"])
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		second <- resp
+	}()
+	<-entered // caller b's request reached the condenser: it had the place left
+	close(release)
+	<-first
+	if r := <-second; r == nil || strings.Contains(r.Header.Get(HeaderDegraded), "max_inflight_condense") {
+		t.Fatalf("caller b's request was busy")
+	}
+}

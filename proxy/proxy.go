@@ -167,7 +167,7 @@ type Proxy struct {
 	codecs   map[string]view.Codec
 	fallback view.Codec
 	// inflight bounds the requests being condensed.
-	inflight slots
+	inflight *slots
 	// bodies bounds the memory of their bodies.
 	bodies *budget
 	// modes remembers the unknown X-Condense-Mode values already logged.
