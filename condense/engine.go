@@ -50,7 +50,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/condense-proxy/condense-proxy/internal/derivecheck"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -649,16 +648,15 @@ func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
 	return vr, nil
 }
 
-// verifyDerived, when set (VerifyDerived), is handed what differs
-// between each request derive derives and a scan of its body (nil: they
-// agree).
-var verifyDerived atomic.Pointer[func(error)]
+// verifyDerived, when set (VerifyDerived), is handed each request derive
+// derives, with its codec and body.
+var verifyDerived atomic.Pointer[func(view.Codec, *view.Request, []byte)]
 
-// VerifyDerived makes every Engine compare each request it derives from
-// an edit with a scan of the same body (internal/derivecheck), handing
-// report what differs (nil when nothing does); nil turns it off. For
-// tests: it scans every condensed body again.
-func VerifyDerived(report func(error)) {
+// VerifyDerived hands verify every request an Engine derives from an
+// edit, with its codec and body, before the engine uses it; nil turns it
+// off. For tests: internal/derivecheck.Record compares each with a scan
+// of the same body. verify must not change the request.
+func VerifyDerived(report func(c view.Codec, derived *view.Request, out []byte)) {
 	if report == nil {
 		verifyDerived.Store(nil)
 		return
@@ -685,7 +683,7 @@ func derive(rq *job, out []byte, layout func() (view.Layout, error)) {
 		return
 	}
 	if report := verifyDerived.Load(); report != nil {
-		(*report)(derivecheck.Check(rq.codec, vr, out))
+		(*report)(rq.codec, vr, out)
 	}
 	rq.countedOut, rq.out = out, vr
 }

@@ -54,9 +54,11 @@ var (
 	failures []error
 )
 
-// Record counts one check and keeps its failure (err non-nil): the
-// report a test package's TestMain hands condense.VerifyDerived.
-func Record(err error) {
+// Record checks derived against a scan of out (Check), counts the check
+// and keeps its failure: the hook a test package's TestMain hands
+// condense.VerifyDerived.
+func Record(c view.Codec, derived *view.Request, out []byte) {
+	err := Check(c, derived, out)
 	mu.Lock()
 	defer mu.Unlock()
 	checked++
@@ -76,7 +78,7 @@ func Checked() int {
 // (verify is condense.VerifyDerived) and fails the run when one differed
 // from its scan. A run with benchmarks (-test.bench) checks nothing: the
 // checks would scan every condensed body the benchmarks measure.
-func Main(m *testing.M, verify func(func(error))) int {
+func Main(m *testing.M, verify func(func(view.Codec, *view.Request, []byte))) int {
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
 		verify(Record)
