@@ -9,18 +9,18 @@ import (
 
 // requireKey answers 401 before anything else happens when the request
 // carries none of the accepted inbound keys (Authorization: Bearer, or
-// x-api-key / api-key). Health and metrics endpoints stay open, and so
-// does /ui when ui is set (the page checks keys itself). The key is
-// compared in constant time, by hash, and never logged.
-func requireKey(keys []string, ui bool) func(http.Handler) http.Handler {
+// x-api-key / api-key); with no keys it lets everything through. The
+// router applies it to every route but the open ones (health, metrics,
+// the live page, which checks keys itself). The key is compared in
+// constant time, by hash, and never logged.
+func requireKey(keys []string) func(http.Handler) http.Handler {
 	sums := make([][32]byte, 0, len(keys))
 	for _, k := range keys {
 		sums = append(sums, sha256.Sum256([]byte(k)))
 	}
-	open := map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(sums) == 0 || open[r.URL.Path] || ui && isUIPath(r.URL.Path) {
+			if len(sums) == 0 {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -37,6 +37,20 @@ func requireKey(keys []string, ui bool) func(http.Handler) http.Handler {
 			writeError(w, r, http.StatusUnauthorized, "invalid_request_error", "condense-proxy: missing or unknown API key")
 		})
 	}
+}
+
+// readOnly serves GET and HEAD with h and answers 405 (Allow: GET, HEAD)
+// to every other method: an open route's own answer, never forwarded.
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			h.ServeHTTP(w, r)
+			return
+		}
+		info(r.Context()).note = "method not allowed on an open route"
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, r, http.StatusMethodNotAllowed, "invalid_request_error", "condense-proxy: "+r.Method+" not allowed here (GET, HEAD)")
+	})
 }
 
 // keyHeaders carry an inbound key as they are, besides Authorization's

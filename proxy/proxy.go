@@ -305,19 +305,32 @@ func New(o Options) *Proxy {
 	}
 
 	r := chi.NewRouter()
-	r.Use(p.logRequests, recoverer, refuseDotSegments, requireKey(o.AuthKeys, o.UI != nil))
-	r.Get("/healthz", p.healthz)
-	r.Get("/readyz", p.readyz)
-	r.Method(http.MethodGet, "/metrics", o.Metrics.Handler())
+	r.Use(p.logRequests, recoverer, refuseDotSegments)
+	// The open routes: no key asked, and nothing forwarded whatever the
+	// method (405 for any but their own). Which route a request takes is
+	// decided by the router alone, so a path spelled another way
+	// (/%68ealthz, /healthz/) is not open: it takes a guarded route.
+	r.Handle("/healthz", readOnly(http.HandlerFunc(p.healthz)))
+	r.Handle("/readyz", readOnly(http.HandlerFunc(p.readyz)))
+	r.Handle("/metrics", readOnly(o.Metrics.Handler()))
+	if o.UI != nil {
+		// The live page checks keys itself.
+		r.Handle("/ui", o.UI)
+		r.Handle("/ui/*", o.UI)
+	}
+	// Every other route, the router's not-found and method-not-allowed
+	// answers (which forward) included, asks for a key.
+	guard := requireKey(o.AuthKeys)
+	g := r.With(guard)
 	// The APIs' routes, each with its codec: what it condenses, and the
 	// shape of every error it answers itself (logRequests finds it).
 	p.codecs = map[string]view.Codec{}
 	api := func(method string, h http.Handler, c view.Codec, paths ...string) {
 		for _, path := range paths {
 			if method == "" {
-				r.Handle(path, h)
+				g.Handle(path, h)
 			} else {
-				r.Method(method, path, h)
+				g.Method(method, path, h)
 			}
 			p.codecs[path] = c
 		}
@@ -329,13 +342,9 @@ func New(o Options) *Proxy {
 	// Message batches pass through, answering in Anthropic's shape.
 	api("", http.HandlerFunc(p.passthrough), o.Codecs.Messages, "/v1/messages/batches", "/v1/messages/batches/*", "/messages/batches", "/messages/batches/*")
 	p.fallback = o.Codecs.Chat
-	r.Get("/v1/condense/originals/{id}", p.originals)
-	if o.UI != nil {
-		r.Handle("/ui", o.UI)
-		r.Handle("/ui/*", o.UI)
-	}
-	r.NotFound(p.passthrough)
-	r.MethodNotAllowed(p.passthrough)
+	g.Get("/v1/condense/originals/{id}", p.originals)
+	r.NotFound(guard(http.HandlerFunc(p.passthrough)).ServeHTTP)
+	r.MethodNotAllowed(guard(http.HandlerFunc(p.passthrough)).ServeHTTP)
 	p.router = r
 	return p
 }
