@@ -218,7 +218,8 @@ type Poller struct {
 }
 
 // Start reads the table once (bounded by Options.Timeout) and then on
-// every tick until ctx ends, Close is called or the asking stops.
+// every tick until ctx ends, Close is called or the asking stops (after
+// a first read that stops it, no ticks are taken at all).
 func Start(ctx context.Context, o Options) *Poller {
 	if o.HTTP == nil {
 		o.HTTP = http.DefaultClient
@@ -233,8 +234,12 @@ func Start(ctx context.Context, o Options) *Poller {
 	p := &Poller{o: o, cancel: cancel, done: make(chan struct{}), kept: -1}
 	p.Refresh(ctx)
 	ticks := o.Ticks
+	if p.Stopped() != nil || ticks == nil && o.Interval <= 0 {
+		close(p.done)
+		return p
+	}
 	var ticker *time.Ticker
-	if ticks == nil && o.Interval > 0 {
+	if ticks == nil {
 		ticker = time.NewTicker(o.Interval)
 		ticks = ticker.C
 	}
@@ -242,9 +247,6 @@ func Start(ctx context.Context, o Options) *Poller {
 		defer close(p.done)
 		if ticker != nil {
 			defer ticker.Stop()
-		}
-		if ticks == nil {
-			return
 		}
 		for {
 			select {
