@@ -174,3 +174,22 @@ func TestCoversEverything(t *testing.T) {
 		t.Error(`"*" entry: does not cover everything`)
 	}
 }
+
+// The LiteLLM keys: from the environment and from a models: entry's new
+// fields in YAML.
+func TestLiteLLMKeysAndPriceFieldsLoad(t *testing.T) {
+	file := writeFile(t, "upstream: http://gw:4000\nlitellm:\n  refresh: 2m\nmodels:\n  - match: my-alias\n    input_price_per_mtok: 3.5\n    min_cached_prefix: 2048\n")
+	c, err := Load(flags(t, "--config", file), []string{"CONDENSE_LITELLM_KEY=sk-master-key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.LiteLLM.ModelInfo || c.LiteLLM.Key != "sk-master-key" || c.LiteLLM.Refresh != 2*time.Minute {
+		t.Errorf("litellm: %+v", c.LiteLLM)
+	}
+	if mi := NewRegistry(c, nil).Lookup("my-alias"); mi.InputPricePerMTok != 3.5 || mi.MinCachedPrefix != 2048 {
+		t.Errorf("my-alias: $%g min %d", mi.InputPricePerMTok, mi.MinCachedPrefix)
+	}
+	if _, err := Load(flags(t, "--config", file), []string{"CONDENSE_LITELLM_KEY= sk-x "}); err == nil || !strings.Contains(err.Error(), "litellm.key") {
+		t.Errorf("a key with spaces: %v", err)
+	}
+}
