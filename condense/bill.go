@@ -6,9 +6,6 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// minCachedPrefix is the shortest prefix providers cache.
-const minCachedPrefix = 1024
-
 // bill records fwd, the request forwarded, in the conversation's prefix
 // log and estimates its bill and the bill of the request as received.
 func (e *Engine) bill(ctx context.Context, scope string, r *Report, fwd *view.Request) {
@@ -33,7 +30,7 @@ func (e *Engine) bill(ctx context.Context, scope string, r *Report, fwd *view.Re
 // the prefix long enough to be cached, written otherwise.
 func (r *Report) estimate(cur, prev prefixEntry, ok bool, shared, tokens int) (read, write int, bill float64) {
 	p := r.prices
-	if ok && cur.at.Sub(prev.at) < p.ttl && shared >= minCachedPrefix {
+	if ok && cur.at.Sub(prev.at) < p.ttl && shared >= p.minPrefix {
 		read = min(shared, tokens)
 	}
 	write = max(tokens-read, 0)

@@ -26,10 +26,12 @@ import (
 // replica replays it byte for byte.
 
 // prices are a model's prompt-cache prices as multiples of its input
-// price, and how long its cache lives idle.
+// price, how long its cache lives idle, and the shortest prefix it
+// caches (tokens).
 type prices struct {
 	read, write float64
 	ttl         time.Duration
+	minPrefix   int
 }
 
 // Defaults when a model's limits do not say (Anthropic's: the dearest to
@@ -38,13 +40,16 @@ const (
 	defaultCacheRead  = 0.1
 	defaultCacheWrite = 1.25
 	defaultCacheTTL   = 5 * time.Minute
+	// defaultMinCachedPrefix is the shortest prefix the providers cache
+	// (Anthropic's and OpenAI's: 1024 tokens).
+	defaultMinCachedPrefix = 1024
 	// summaryOutputPrice is the summarizer's output price as a multiple
 	// of its input price (4–5 for the providers' main models).
 	summaryOutputPrice = 4.0
 )
 
 func pricesOf(l ModelLimits) prices {
-	p := prices{read: l.CacheRead, write: l.CacheWrite, ttl: l.CacheTTL}
+	p := prices{read: l.CacheRead, write: l.CacheWrite, ttl: l.CacheTTL, minPrefix: l.MinCachedPrefix}
 	if p.read <= 0 || p.read > 1 {
 		p.read = defaultCacheRead
 	}
@@ -53,6 +58,9 @@ func pricesOf(l ModelLimits) prices {
 	}
 	if p.ttl <= 0 {
 		p.ttl = defaultCacheTTL
+	}
+	if p.minPrefix <= 0 {
+		p.minPrefix = defaultMinCachedPrefix
 	}
 	return p
 }

@@ -94,6 +94,9 @@ type ModelLimits struct {
 	// Family names the model's registry entry (a bounded label for
 	// metrics); "": unknown.
 	Family string
+	// MinCachedPrefix is the shortest prefix the provider caches, in
+	// tokens; 0: 1024.
+	MinCachedPrefix int
 }
 
 // Models resolves a model name to its limits.

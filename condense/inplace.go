@@ -95,10 +95,11 @@ func (e *Engine) settle(rq *job, ip *inPlace) {
 		return
 	}
 	ip.settled = true
-	if !ip.known || e.now().Sub(ip.prev.at) >= pricesOf(rq.limits).ttl {
+	p := pricesOf(rq.limits)
+	if !ip.known || e.now().Sub(ip.prev.at) >= p.ttl {
 		return
 	}
-	if n := sharedPrefix(ip.prev, summarizeForPrefix(ip.fwd)); n >= minCachedPrefix {
+	if n := sharedPrefix(ip.prev, summarizeForPrefix(ip.fwd)); n >= p.minPrefix {
 		ip.cached = n
 	}
 }

@@ -113,6 +113,7 @@ type Config struct {
 	UI        UI
 	KeepAlive KeepAlive
 	Memory    Memory
+	LiteLLM   LiteLLM
 	// Models are the model entries (YAML only), tried before the built-in
 	// registry.
 	Models []ModelConfig
@@ -279,6 +280,25 @@ type Memory struct {
 	// MaxBytes is the memory's in-memory store without Redis. Default
 	// 128 MiB.
 	MaxBytes int64
+}
+
+// LiteLLM configures what the proxy reads of a LiteLLM upstream: its
+// /model/info, which gives each model alias's window, output limit and
+// prices (package internal/litellm). An upstream that does not answer it
+// (404, not JSON) is not asked again until restart.
+type LiteLLM struct {
+	// ModelInfo reads the upstream's /model/info at start and every
+	// Refresh; an alias it lists takes its numbers from it, over the
+	// built-in registry, under the config's models: entries. Default
+	// true.
+	ModelInfo bool
+	// Key is sent as a bearer token to /model/info (LiteLLM's master
+	// key, or a key allowed to read model info). Empty: asked without
+	// one; a 401 or 403 then stops the asking. Default empty.
+	Key string
+	// Refresh is how often /model/info is read again; 0: only at start.
+	// Default 10m.
+	Refresh time.Duration
 }
 
 // Enabled reports whether anything reads the memory.
@@ -633,6 +653,9 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 	if mem := c.Memory; c.RedisURL == "" && c.RedisClusterURL == "" && mem.MaxConversationBytes > mem.MaxBytes {
 		bad("memory.max_conversation_bytes", "%d is more than the whole memory store, %s (without Redis)",
 			mem.MaxConversationBytes, val("memory.max_bytes", mem.MaxBytes))
+	}
+	if k := c.LiteLLM.Key; k != "" && strings.TrimSpace(k) != k {
+		bad("litellm.key", "has leading or trailing spaces")
 	}
 	for i, k := range c.UI.Keys {
 		if strings.TrimSpace(k) == "" {

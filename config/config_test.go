@@ -339,7 +339,7 @@ func TestRegistryCachePrices(t *testing.T) {
 		{"gpt-5.5", 0.1, 1, 5 * time.Minute},
 		{"o3-mini", 0.25, 1, 5 * time.Minute},
 		{"deepseek-chat", 0.1, 1, 5 * time.Minute},
-		{"my-claude-fork", 0.1, 1.25, time.Hour},          // the entry's TTL, the family's prices
+		{"my-claude-fork", 0.1, 2, time.Hour},             // the entry's TTL, the family's prices for it (1h writes at 2)
 		{"cheap-model", 0.3, 1, 5 * time.Minute},          // the entry's prices
 		{"never-heard-of-it", 0.1, 1.25, 5 * time.Minute}, // unknown: the dearest to bust
 	}

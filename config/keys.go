@@ -350,6 +350,13 @@ var table = []Key{
 	intKey("keepalive.min_prefix_tokens", "keepalive-min-prefix-tokens", 4096, 0, maxTokens, func(c *Config) *int { return &c.KeepAlive.MinPrefixTokens },
 		"smallest request (tokens) kept warm"),
 
+	boolKey("litellm.model_info", "litellm-model-info", true, func(c *Config) *bool { return &c.LiteLLM.ModelInfo },
+		"read windows and prices from the upstream's /model/info when it is LiteLLM (at start and every litellm.refresh; an alias there overrides the built-in registry, not models:)"),
+	strKey("litellm.key", "litellm-key", "", func(c *Config) *string { return &c.LiteLLM.Key },
+		"key for LiteLLM's /model/info (prefer CONDENSE_LITELLM_KEY; empty: asked without one, and a 401/403 stops the asking)"),
+	durKey("litellm.refresh", "litellm-refresh", 10*time.Minute, 0, day, func(c *Config) *time.Duration { return &c.LiteLLM.Refresh },
+		"how often /model/info is read again (0: only at start)"),
+
 	boolKey("memory.recall_tool", "recall-tool", false, func(c *Config) *bool { return &c.Memory.RecallTool },
 		"add condense_recall to every request of a condensed conversation and answer it from the conversation's memory"),
 	boolKey("memory.relevant_context", "relevant-context", false, func(c *Config) *bool { return &c.Memory.RelevantContext },

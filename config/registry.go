@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,9 +48,19 @@ type ModelConfig struct {
 	// family's default.
 	CacheWrite float64 `mapstructure:"cache_write"`
 	// CacheTTL is how long the provider keeps an idle prompt cache
-	// (Anthropic 5m; OpenAI's is automatic, 5–10 minutes); 0: the
-	// family's default.
+	// (Anthropic 5m or 1h; OpenAI's is automatic, 5–10 minutes, and a
+	// fixed 30 minutes from GPT-5.6 on); 0: the family's default. It also
+	// picks the family's write price for that lifetime when CacheWrite is
+	// not set (Anthropic: 1.25 for 5m, 2 for 1h).
 	CacheTTL time.Duration `mapstructure:"cache_ttl"`
+	// MinCachedPrefix is the shortest prompt (tokens) the provider
+	// caches (Anthropic 1024, 2048 for Haiku; OpenAI 1024); 0: the
+	// family's default.
+	MinCachedPrefix int `mapstructure:"min_cached_prefix"`
+	// InputPricePerMTok is the model's input price in USD per million
+	// tokens, for showing money in dollars; 0: the family's default
+	// (unknown for families without a published price).
+	InputPricePerMTok float64 `mapstructure:"input_price_per_mtok"`
 }
 
 // Limits of a model entry's numbers.
@@ -56,6 +68,9 @@ const (
 	maxSafetyFactor = 3
 	maxCacheWrite   = 4
 	maxCacheTTL     = 24 * time.Hour
+	// maxInputPrice bounds input_price_per_mtok (USD per million tokens):
+	// the dearest published model is well below it.
+	maxInputPrice = 1000
 )
 
 // validate reports every bad field of the entry.
@@ -96,6 +111,12 @@ func (m ModelConfig) problems() []error {
 	}
 	if !(m.CacheTTL >= 0 && m.CacheTTL <= maxCacheTTL) {
 		bad("cache_ttl: must be in [0,24h] (0 for the family's default), got %s", m.CacheTTL)
+	}
+	if !(m.MinCachedPrefix >= 0 && m.MinCachedPrefix <= maxTokens) {
+		bad("min_cached_prefix: must be in [0, %d] (0 for the family's default), got %d", maxTokens, m.MinCachedPrefix)
+	}
+	if !(m.InputPricePerMTok >= 0 && m.InputPricePerMTok <= maxInputPrice) {
+		bad("input_price_per_mtok: must be in [0, %d] USD (0 for the family's default), got %g", maxInputPrice, m.InputPricePerMTok)
 	}
 	return errs
 }
@@ -154,45 +175,173 @@ type ModelInfo struct {
 	// zero.
 	CacheRead, CacheWrite float64
 	CacheTTL              time.Duration
+	// MinCachedPrefix is the shortest prompt the provider caches, in
+	// tokens: never zero.
+	MinCachedPrefix int
+	// InputPricePerMTok is the input price in USD per million tokens;
+	// 0: unknown (show no dollars).
+	InputPricePerMTok float64
+	// Source says where the numbers come from: SourceConfig,
+	// SourceGateway, SourceBuiltin or SourceDefault.
+	Source string
 }
 
-// cachePrices is a provider family's prompt-cache pricing.
-type cachePrices struct {
-	read, write float64
-	ttl         time.Duration
+// Sources of a ModelInfo.
+const (
+	SourceConfig  = "config"  // an entry of the config's models:
+	SourceGateway = "litellm" // the upstream's /model/info (SetGateway)
+	SourceBuiltin = "builtin" // the built-in registry
+	SourceDefault = "default" // nothing knew the name: default_context_window
+)
+
+// cacheTier is one lifetime a provider's prompt cache can be written
+// for, and the write's price as a multiple of the input price.
+type cacheTier struct {
+	ttl   time.Duration
+	write float64
 }
 
-// familyCache gives the prompt-cache pricing of a model family by name,
-// as the providers publish it (2026): Anthropic reads at 0.1 and writes
-// at 1.25 with a 5-minute cache; OpenAI caches automatically (no write
-// premium, 5–10 minutes idle) and reads at 0.5 (gpt-4o), 0.25 (gpt-4.1,
-// o-series) or 0.1 (gpt-5); Gemini's implicit cache reads at 0.25;
-// DeepSeek's at 0.1. Unknown families get Anthropic's, the dearest to
-// bust: a planner that assumes it edits cached history least.
-func familyCache(bare string) cachePrices {
-	const fiveMin = 5 * time.Minute
+// family is a provider family's prompt-cache pricing.
+type family struct {
+	read      float64
+	tiers     []cacheTier // shortest lifetime first; the first is the default
+	minPrefix int         // shortest prompt cached, tokens
+}
+
+// The families' cache tiers.
+var (
+	anthropicTiers = []cacheTier{{5 * time.Minute, 1.25}, {time.Hour, 2}}
+	// openAITiers: automatic caching, free writes, 5–10 idle minutes.
+	openAITiers = []cacheTier{{5 * time.Minute, 1}}
+	// openAI56Tiers: from GPT-5.6 on, writes at 1.25 and a fixed
+	// 30-minute lifetime.
+	openAI56Tiers = []cacheTier{{30 * time.Minute, 1.25}}
+)
+
+// familyOf gives the prompt-cache pricing of a model family by name, as
+// the providers publish it (2026; sources in docs/configuration.md):
+// Anthropic reads at 0.1 and writes at 1.25 for 5 minutes or 2 for an
+// hour, caching prompts of 1024 tokens and more (2048 for Haiku); OpenAI
+// from GPT-5.6 on reads at 0.1 and writes at 1.25 for a fixed 30
+// minutes; older OpenAI models cache automatically (no write premium,
+// 5–10 minutes idle) and read at 0.5 (gpt-4o, o1), 0.25 (gpt-4.1, o3,
+// o4-mini) or 0.1 (gpt-5 before 5.6), all from 1024 tokens; Gemini's
+// implicit cache reads at 0.25; DeepSeek's at 0.1. Unknown families get
+// Anthropic's, the dearest to bust: a planner that assumes it edits
+// cached history least.
+func familyOf(bare string) family {
+	const minPrefix = 1024
 	switch {
 	case strings.Contains(bare, "claude"):
-		return cachePrices{0.1, 1.25, fiveMin}
+		if strings.Contains(bare, "haiku") {
+			return family{0.1, anthropicTiers, 2048}
+		}
+		return family{0.1, anthropicTiers, minPrefix}
+	case openAI56(bare):
+		return family{0.1, openAI56Tiers, minPrefix}
 	case strings.HasPrefix(bare, "gpt-5"):
-		return cachePrices{0.1, 1, fiveMin}
-	case strings.HasPrefix(bare, "gpt-4.1"), strings.HasPrefix(bare, "o1"), strings.HasPrefix(bare, "o3"), strings.HasPrefix(bare, "o4"):
-		return cachePrices{0.25, 1, fiveMin}
+		return family{0.1, openAITiers, minPrefix}
+	case strings.HasPrefix(bare, "o1"):
+		return family{0.5, openAITiers, minPrefix}
+	case strings.HasPrefix(bare, "gpt-4.1"), strings.HasPrefix(bare, "o3"), strings.HasPrefix(bare, "o4"):
+		return family{0.25, openAITiers, minPrefix}
 	case strings.HasPrefix(bare, "gpt-"), strings.HasPrefix(bare, "chatgpt-"):
-		return cachePrices{0.5, 1, fiveMin}
+		return family{0.5, openAITiers, minPrefix}
 	case strings.HasPrefix(bare, "gemini"):
-		return cachePrices{0.25, 1, fiveMin}
+		return family{0.25, openAITiers, minPrefix}
 	case strings.HasPrefix(bare, "deepseek"):
-		return cachePrices{0.1, 1, fiveMin}
+		return family{0.1, openAITiers, minPrefix}
 	}
-	return cachePrices{0.1, 1.25, fiveMin}
+	return family{0.1, anthropicTiers, minPrefix}
 }
 
-// withCache fills mi's prompt-cache prices from e where set, else from
-// the family's defaults.
-func withCache(mi ModelInfo, bare string, e ModelConfig) ModelInfo {
-	fam := familyCache(bare)
-	mi.CacheRead, mi.CacheWrite, mi.CacheTTL = fam.read, fam.write, fam.ttl
+// openAI56 reports whether bare names an OpenAI model of the GPT-5.6
+// family or later ("gpt-5.6", "gpt-5.7-mini", "gpt-6").
+func openAI56(bare string) bool {
+	rest, ok := strings.CutPrefix(bare, "gpt-")
+	if !ok {
+		return false
+	}
+	major, rest := leadingInt(rest)
+	if major < 0 {
+		return false
+	}
+	minor := 0
+	if r, ok := strings.CutPrefix(rest, "."); ok {
+		minor, _ = leadingInt(r)
+	}
+	return major > 5 || major == 5 && minor >= 6
+}
+
+// leadingInt reads the decimal number s starts with (at most 4 digits);
+// -1 when it starts with none.
+func leadingInt(s string) (int, string) {
+	i := 0
+	for i < len(s) && i < 4 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return -1, s
+	}
+	n, _ := strconv.Atoi(s[:i])
+	return n, s[i:]
+}
+
+// tier is the family's tier for a cache kept ttl (0: the default): the
+// shortest that lasts at least ttl, else the longest.
+func (f family) tier(ttl time.Duration) cacheTier {
+	if ttl <= 0 {
+		return f.tiers[0]
+	}
+	for _, t := range f.tiers {
+		if t.ttl >= ttl {
+			return t
+		}
+	}
+	return f.tiers[len(f.tiers)-1]
+}
+
+// inputPrices are the input prices in USD per million tokens the
+// providers publish (2026; sources in docs/configuration.md), most
+// specific glob first. Families without a published price of their own
+// (models served by many hosts at many prices: Llama, Qwen) are absent.
+var inputPrices = []struct {
+	match string
+	usd   float64
+}{
+	{"claude-opus-4-1*", 15}, {"claude-opus-4-2*", 15}, {"claude-opus-4", 15}, {"claude-3-opus*", 15},
+	{"claude-opus-4*", 5}, // Opus 4.5 and later
+	{"claude-sonnet-4*", 3}, {"claude-3-7-sonnet*", 3}, {"claude-3-5-sonnet*", 3},
+	{"claude-haiku-4*", 1}, {"claude-3-5-haiku*", 0.8}, {"claude-3-haiku*", 0.25},
+	{"gpt-4o-mini*", 0.15}, {"gpt-4o*", 2.5}, {"chatgpt-4o*", 5},
+	{"gpt-4.1-nano*", 0.1}, {"gpt-4.1-mini*", 0.4}, {"gpt-4.1*", 2},
+	{"gpt-5-nano*", 0.05}, {"gpt-5-mini*", 0.25}, {"gpt-5-pro*", 15}, {"gpt-5", 1.25}, {"gpt-5-*", 1.25},
+	{"gpt-5.1", 1.25}, {"gpt-5.1-*", 1.25}, {"gpt-5.2", 1.75}, {"gpt-5.2-*", 1.75},
+	{"o1-mini*", 1.1}, {"o1*", 15}, {"o3-mini*", 1.1}, {"o3-pro*", 20}, {"o3*", 2}, {"o4-mini*", 1.1},
+	{"gpt-4-turbo*", 10}, {"gpt-4-32k*", 60}, {"gpt-4*", 30}, {"gpt-3.5*", 0.5},
+	{"gemini-2.5-pro*", 1.25}, {"gemini-2.5-flash-lite*", 0.1}, {"gemini-2.5-flash*", 0.3},
+	{"deepseek-chat*", 0.28}, {"deepseek-reasoner*", 0.28},
+}
+
+// inputPrice is the published input price of the model (USD per million
+// tokens); 0: unknown.
+func inputPrice(full, bare string) float64 {
+	for _, p := range inputPrices {
+		if matches(p.match, full, bare) {
+			return p.usd
+		}
+	}
+	return 0
+}
+
+// withCache fills mi's prompt-cache prices, minimum cached prompt and
+// input price from e where set, else from the family's defaults.
+func withCache(mi ModelInfo, full, bare string, e ModelConfig) ModelInfo {
+	fam := familyOf(bare)
+	t := fam.tier(e.CacheTTL)
+	mi.CacheRead, mi.CacheWrite, mi.CacheTTL = fam.read, t.write, t.ttl
+	mi.MinCachedPrefix = fam.minPrefix
+	mi.InputPricePerMTok = inputPrice(full, bare)
 	if e.CacheRead > 0 {
 		mi.CacheRead = e.CacheRead
 	}
@@ -202,15 +351,29 @@ func withCache(mi ModelInfo, bare string, e ModelConfig) ModelInfo {
 	if e.CacheTTL > 0 {
 		mi.CacheTTL = e.CacheTTL
 	}
+	if e.MinCachedPrefix > 0 {
+		mi.MinCachedPrefix = e.MinCachedPrefix
+	}
+	if e.InputPricePerMTok > 0 {
+		mi.InputPricePerMTok = e.InputPricePerMTok
+	}
 	return mi
 }
 
 // Registry resolves model names. Safe for concurrent use.
+//
+// A name is looked up, in order, in the config's models: entries, in
+// the gateway's table (SetGateway: what LiteLLM's /model/info says of
+// its aliases), in the built-in registry; else it gets the defaults.
 type Registry struct {
 	entries          []ModelConfig // config entries first, then built-ins
+	configEntries    int           // how many of entries are the config's
 	defaultWindow    int
 	defaultThreshold float64
 	onUnknown        func(model string)
+
+	// gateway is the gateway's table by lower-case alias; nil: none.
+	gateway atomic.Pointer[map[string]GatewayModel]
 
 	mu      sync.Mutex
 	unknown map[string]bool // models already reported unknown
@@ -225,11 +388,133 @@ func NewRegistry(c *Config, onUnknown func(model string)) *Registry {
 	entries = append(entries, builtinModels...)
 	return &Registry{
 		entries:          entries,
+		configEntries:    len(c.Models),
 		defaultWindow:    c.DefaultContextWindow,
 		defaultThreshold: c.Condense.Threshold,
 		onUnknown:        onUnknown,
 		unknown:          make(map[string]bool),
 	}
+}
+
+// CoversEverything reports whether a config entry matches every model
+// name ("*"): the gateway's table would then never be consulted.
+func (r *Registry) CoversEverything() bool {
+	for _, e := range r.entries[:r.configEntries] {
+		if strings.TrimSpace(e.Match) == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+// GatewayModel is what a gateway (LiteLLM's /model/info) says of one of
+// its model aliases. Zero numbers are unknown: the family's are used.
+type GatewayModel struct {
+	// Alias is the name agents send ("gpt-4").
+	Alias string
+	// Model is the model the alias routes to ("openai/gpt-4o"); it
+	// names the family whose encoding, flags, cache lifetime and
+	// defaults the alias takes. "": the alias's own name.
+	Model string
+	// ContextWindow and MaxOutputTokens are the model's limits, tokens.
+	ContextWindow, MaxOutputTokens int
+	// InputPricePerMTok is the input price, USD per million tokens.
+	InputPricePerMTok float64
+	// CacheRead and CacheWrite are the prompt cache's read and write
+	// prices as multiples of the input price.
+	CacheRead, CacheWrite float64
+}
+
+// MaxGatewayModels bounds the gateway's table: aliases past it are
+// dropped.
+const MaxGatewayModels = 10_000
+
+// SetGateway replaces the gateway's table with models (nil or empty: no
+// table) and returns how many aliases it holds. Numbers out of range
+// (a window above 10M tokens, a read price above the input price, a
+// write price below it or above 4 times it) are taken as unknown; an
+// alias listed more than once (a load-balanced alias's deployments)
+// keeps the smallest window and output limit, and the first prices.
+// Safe to call while lookups run.
+func (r *Registry) SetGateway(models []GatewayModel) int {
+	if len(models) == 0 {
+		r.gateway.Store(nil)
+		return 0
+	}
+	t := make(map[string]GatewayModel, min(len(models), MaxGatewayModels))
+	for _, m := range models {
+		alias := strings.ToLower(strings.TrimSpace(m.Alias))
+		if alias == "" || len(alias) > MaxModelName || len(m.Model) > MaxModelName {
+			continue
+		}
+		m = m.sane()
+		prev, ok := t[alias]
+		if !ok {
+			if len(t) >= MaxGatewayModels {
+				continue
+			}
+			t[alias] = m
+			continue
+		}
+		prev.ContextWindow = minKnown(prev.ContextWindow, m.ContextWindow)
+		prev.MaxOutputTokens = minKnown(prev.MaxOutputTokens, m.MaxOutputTokens)
+		if prev.InputPricePerMTok == 0 {
+			prev.InputPricePerMTok = m.InputPricePerMTok
+		}
+		if prev.CacheRead == 0 {
+			prev.CacheRead = m.CacheRead
+		}
+		if prev.CacheWrite == 0 {
+			prev.CacheWrite = m.CacheWrite
+		}
+		t[alias] = prev
+	}
+	r.gateway.Store(&t)
+	return len(t)
+}
+
+// sane zeroes m's numbers that are out of range (NaN included).
+func (m GatewayModel) sane() GatewayModel {
+	if !(m.ContextWindow > 0 && m.ContextWindow <= maxTokens) {
+		m.ContextWindow = 0
+	}
+	if !(m.MaxOutputTokens > 0 && m.MaxOutputTokens <= maxTokens) {
+		m.MaxOutputTokens = 0
+	}
+	if !(m.InputPricePerMTok > 0 && m.InputPricePerMTok <= maxInputPrice) {
+		m.InputPricePerMTok = 0
+	}
+	if !(m.CacheRead > 0 && m.CacheRead <= 1) {
+		m.CacheRead = 0
+	}
+	if !(m.CacheWrite >= 1 && m.CacheWrite <= maxCacheWrite) {
+		m.CacheWrite = 0
+	}
+	return m
+}
+
+// minKnown is the smaller of a and b, 0 being unknown.
+func minKnown(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// fromGateway returns the gateway's entry for the name, if any.
+func (r *Registry) fromGateway(full, bare string) (GatewayModel, bool) {
+	t := r.gateway.Load()
+	if t == nil {
+		return GatewayModel{}, false
+	}
+	if g, ok := (*t)[full]; ok {
+		return g, true
+	}
+	g, ok := (*t)[bare]
+	return g, ok
 }
 
 // StripProvider removes routing prefixes: "openrouter/anthropic/claude-x"
@@ -262,9 +547,18 @@ func (r *Registry) Lookup(model string) ModelInfo {
 	full := strings.ToLower(strings.TrimSpace(model))
 	bare := StripProvider(full)
 	if len(full) <= MaxModelName {
-		for _, e := range r.entries {
+		for i, e := range r.entries {
+			if i == r.configEntries {
+				if g, ok := r.fromGateway(full, bare); ok {
+					return r.gatewayInfo(model, g)
+				}
+			}
 			if matches(e.Match, full, bare) {
-				return r.info(model, full, bare, e)
+				mi := r.info(model, full, bare, e)
+				if i < r.configEntries {
+					mi.Source = SourceConfig
+				}
+				return mi
 			}
 		}
 	} else {
@@ -286,6 +580,11 @@ func (r *Registry) Lookup(model string) ModelInfo {
 	if report != "" && r.onUnknown != nil {
 		r.onUnknown(report)
 	}
+	return r.defaults(model, full, bare)
+}
+
+// defaults is what the registry says of a name no entry matches.
+func (r *Registry) defaults(model, full, bare string) ModelInfo {
 	return withCache(ModelInfo{
 		Name:            model,
 		ContextWindow:   r.defaultWindow,
@@ -294,7 +593,43 @@ func (r *Registry) Lookup(model string) ModelInfo {
 		SafetyFactor:    1.1,
 		Reasoning:       builtinFlag(full, bare, reasoningOf),
 		ThinkingBinding: builtinFlag(full, bare, thinkingBindingOf),
-	}, bare, ModelConfig{})
+		Source:          SourceDefault,
+	}, full, bare, ModelConfig{})
+}
+
+// gatewayInfo is what the registry says of an alias the gateway knows:
+// the gateway's numbers over those of the built-in family of the model
+// it routes to.
+func (r *Registry) gatewayInfo(model string, g GatewayModel) ModelInfo {
+	full := strings.ToLower(strings.TrimSpace(g.Model))
+	if full == "" {
+		full = strings.ToLower(strings.TrimSpace(model))
+	}
+	bare := StripProvider(full)
+	mi := r.defaults(model, full, bare)
+	for _, e := range builtinModels {
+		if matches(e.Match, full, bare) {
+			mi = r.info(model, full, bare, e)
+			break
+		}
+	}
+	mi.Known, mi.Source = true, SourceGateway
+	if g.ContextWindow > 0 {
+		mi.ContextWindow = g.ContextWindow
+	}
+	if g.MaxOutputTokens > 0 {
+		mi.MaxOutputTokens = g.MaxOutputTokens
+	}
+	if g.InputPricePerMTok > 0 {
+		mi.InputPricePerMTok = g.InputPricePerMTok
+	}
+	if g.CacheRead > 0 {
+		mi.CacheRead = g.CacheRead
+	}
+	if g.CacheWrite > 0 {
+		mi.CacheWrite = g.CacheWrite
+	}
+	return mi
 }
 
 func reasoningOf(e ModelConfig) *bool       { return e.Reasoning }
@@ -365,5 +700,6 @@ func (r *Registry) info(model, full, bare string, e ModelConfig) ModelInfo {
 	}
 	mi.Reasoning = flag(e, full, bare, reasoningOf)
 	mi.ThinkingBinding = flag(e, full, bare, thinkingBindingOf)
-	return withCache(mi, bare, e)
+	mi.Source = SourceBuiltin
+	return withCache(mi, full, bare, e)
 }

@@ -215,13 +215,13 @@ func TestServeAuthKeysFromEverySource(t *testing.T) {
 			if code := postChat(t, base, "not-"+tc.key); code != http.StatusUnauthorized {
 				t.Errorf("with another key: %d, want 401", code)
 			}
-			if n := len(fake.Received()); n != 0 {
+			if n := len(forwarded(fake.Received())); n != 0 {
 				t.Errorf("the upstream got %d refused requests", n)
 			}
 			if code := postChat(t, base, tc.key); code != http.StatusOK {
 				t.Errorf("with the key: %d, want 200", code)
 			}
-			if n := len(fake.Received()); n != 1 {
+			if n := len(forwarded(fake.Received())); n != 1 {
 				t.Errorf("the upstream got %d requests, want 1", n)
 			}
 		})

@@ -38,6 +38,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
+	"github.com/condense-proxy/condense-proxy/internal/litellm"
 	"github.com/condense-proxy/condense-proxy/keepalive"
 	"github.com/condense-proxy/condense-proxy/llm"
 	"github.com/condense-proxy/condense-proxy/memory"
@@ -103,6 +104,9 @@ type Options struct {
 	// forwarded requests are what they are without it. The evaluation
 	// probes it (App.Memory) for what the recall tool would find.
 	FeedMemory bool
+	// ModelInfoTicks replaces the ticker of litellm.refresh (a test's
+	// channel): each tick reads the upstream's /model/info again.
+	ModelInfoTicks <-chan time.Time
 }
 
 // App is the assembled stack. Its fields are read-only once New returns.
@@ -131,6 +135,10 @@ type App struct {
 	// Memory keeps the conversations' memory; nil unless the recall tool
 	// or the relevant context is on (cfg.Memory), or Options.FeedMemory.
 	Memory *memory.Memory
+	// Gateway reads the upstream's /model/info into the registry; nil
+	// when litellm.model_info is off or a models: entry matches every
+	// name ("*": the table would never be consulted).
+	Gateway *litellm.Poller
 	// ProxyOptions and EngineOptions are what New gave the proxy and the
 	// engine, for tests of the wiring.
 	ProxyOptions  proxy.Options
@@ -138,7 +146,12 @@ type App struct {
 
 	closeCache func()
 	redis      *cache.Redis // nil without Redis
+	models     condense.Models
 }
+
+// ModelLimits is what the engine is told of model: the registry's
+// entry, the gateway's table (litellm.model_info) included.
+func (a *App) ModelLimits(model string) condense.ModelLimits { return a.models.Limits(model) }
 
 // SharedSecretKey is the Redis key (under cache.Prefix) of the scope
 // secret the replicas share when scope_secret is not set.
@@ -177,9 +190,11 @@ func (a *App) scopeSecret(ctx context.Context) []byte {
 }
 
 // New builds the stack for cfg, which must be valid (config.Load
-// validates). It connects to nothing but Redis, and reports Redis
-// unreachable at start as a warning, not an error: requests are then
-// served with cache misses until it answers.
+// validates). It connects to Redis, and reports Redis unreachable at
+// start as a warning, not an error: requests are then served with cache
+// misses until it answers. With litellm.model_info on, it reads the
+// upstream's /model/info once (at most 10 seconds) and then every
+// litellm.refresh until Close.
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -285,7 +300,39 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.ProxyOptions = popts
 	a.Handler = proxy.New(popts)
+	a.startGateway(ctx, o, transport)
 	return a, nil
+}
+
+// startGateway starts reading the upstream's /model/info into the
+// registry (package litellm), unless litellm.model_info is off or a
+// models: entry matches every name.
+func (a *App) startGateway(ctx context.Context, o Options, transport http.RoundTripper) {
+	lc := a.Config.LiteLLM
+	if !lc.ModelInfo || a.Registry.CoversEverything() {
+		return
+	}
+	reg := a.Registry
+	a.Gateway = litellm.Start(ctx, litellm.Options{
+		Upstream: a.Upstream,
+		HTTP:     &http.Client{Transport: transport},
+		Key:      lc.Key,
+		Interval: lc.Refresh,
+		Ticks:    o.ModelInfoTicks,
+		Apply:    func(ms []litellm.Model) int { return reg.SetGateway(gatewayModels(ms)) },
+		Logger:   a.Log,
+	})
+}
+
+// gatewayModels is the registry's view of LiteLLM's entries: prices as
+// USD per million tokens and multiples of the input price.
+func gatewayModels(ms []litellm.Model) []config.GatewayModel {
+	out := make([]config.GatewayModel, len(ms))
+	for i, m := range ms {
+		out[i] = config.GatewayModel{Alias: m.Alias, Model: m.Model, ContextWindow: m.MaxInputTokens, MaxOutputTokens: m.MaxOutputTokens,
+			InputPricePerMTok: m.InputPricePerMTok(), CacheRead: m.CacheRead(), CacheWrite: m.CacheWrite()}
+	}
+	return out
 }
 
 // buildCache makes the cache and the originals' store: without Redis two
@@ -355,8 +402,10 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 	models := condense.ModelsFunc(func(model string) condense.ModelLimits {
 		mi := reg.Lookup(model)
 		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
-			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match}
+			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match,
+			MinCachedPrefix: mi.MinCachedPrefix}
 	})
+	a.models = models
 	a.EngineOptions = condense.Options{
 		Target:                cfg.Condense.Target,
 		PrepareThreshold:      cfg.Condense.PrepareThreshold,
@@ -470,10 +519,13 @@ func (a *App) Server() *http.Server {
 	return srv
 }
 
-// Close stops the keep-alive pings, waits for background summaries and
+// Close stops reading /model/info and the keep-alive pings, waits for background summaries and
 // the pings in flight (until ctx ends), then closes the live page's
 // streams and the cache New opened.
 func (a *App) Close(ctx context.Context) error {
+	if a.Gateway != nil {
+		a.Gateway.Close()
+	}
 	var kerr error
 	if a.KeepAlive != nil {
 		kerr = a.KeepAlive.Close(ctx)
