@@ -22,6 +22,29 @@ func (e *Engine) bill(ctx context.Context, scope string, r *Report, fwd *view.Re
 	r.UncondensedRead, r.UncondensedWrite, r.BillUncondensed = r.estimate(cur, prev, ok, prevReceived, r.TokensBefore)
 	cur.billed += r.BillUncondensed
 	store(cur)
+	r.RecallTool = e.opts.RecallTool != nil && cur.condensed && r.recallEligible()
+}
+
+// condensedNow reports whether the request is forwarded condensed.
+func (r *Report) condensedNow() bool {
+	return r.Applied != AppliedNone && r.Applied != AppliedObserve && r.Applied != "" && !r.AsReceived && r.AgentCompaction == ""
+}
+
+// recallEligible reports whether the request may carry the recall tool
+// once its conversation was condensed: not one going as received
+// (unchanged means unchanged), not the agent's own compaction request.
+func (r *Report) recallEligible() bool {
+	return r.Counted && !r.AsReceived && r.AgentCompaction == "" && r.Applied != AppliedObserve
+}
+
+// recallToolOf sets r.RecallTool for a counting request, which is not
+// billed: what the agent's next request of the conversation will carry.
+func (e *Engine) recallToolOf(ctx context.Context, scope string, r *Report) {
+	if e.opts.RecallTool == nil || !r.recallEligible() {
+		return
+	}
+	prev, ok := e.prefixOf(ctx, scope+"\x00"+r.Conversation)
+	r.RecallTool = r.condensedNow() || ok && prev.condensed
 }
 
 // estimate prices a request of tokens tokens whose leading shared tokens

@@ -220,7 +220,9 @@ func (e *Engine) recordPrefix(ctx context.Context, scope string, r *Report, fwd 
 	prev, ok = e.prefixOf(ctx, key)
 	if ok {
 		cur.billed, cur.spent = prev.billed, prev.spent+spent
+		cur.condensed = prev.condensed
 	}
+	cur.condensed = cur.condensed || r.condensedNow()
 	store = func(c prefixEntry) {
 		e.putPrefix(ctx, key, c)
 		if r.AgentCompaction != "" {

@@ -24,6 +24,8 @@ func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	res, fwd, _, err := e.run(ctx, req)
 	if fwd != nil && !req.CountOnly {
 		e.bill(ctx, req.Scope, &res.Report, fwd)
+	} else if fwd != nil {
+		e.recallToolOf(ctx, req.Scope, &res.Report)
 	}
 	res.Report.Duration = e.now().Sub(start)
 	redactReport(&res.Report, req.Credentials)

@@ -203,6 +203,12 @@ type Options struct {
 	// marker), within this many tokens, made once per cut (memory.go).
 	// 0: none.
 	RelevantTokens int
+	// RecallTool is the tool the proxy adds to every request of a
+	// conversation condensed once (memory.recall_tool), nil when it adds
+	// none. Summaries asked in place continue the request forwarded
+	// before them, so they carry it too when that request did: a
+	// request whose tools differ reads nothing of the provider's cache.
+	RecallTool *view.Tool
 	// AutoLLMShare bounds what auto spends on LLM summaries of a
 	// conversation: this share of what the conversation would have cost
 	// uncondensed so far (estimated); past it, its summaries are
@@ -381,6 +387,13 @@ type Report struct {
 	// (Reason says why: "…; forwarded unchanged", or deferred): nothing
 	// may be added to it on its way (the recall tool is not).
 	AsReceived bool
+	// RecallTool: the proxy adds the recall tool (Options.RecallTool) to
+	// this request. Set from the conversation's first condensed request
+	// on, on every request after it that is not AsReceived nor the
+	// agent's own compaction — never before (a summary prepared ahead
+	// does not count), so a conversation under the threshold goes byte
+	// for byte.
+	RecallTool bool
 
 	safety float64 // the model's safety factor, for counts reported
 	prices prices  // the model's prompt-cache prices

@@ -45,6 +45,10 @@ type inPlace struct {
 	// worked out (settled) when a summary is first asked.
 	cached  int
 	settled bool
+	// tool is the recall tool when the request forwarded before this one
+	// carried it (Options.RecallTool; the conversation was condensed
+	// before): the in-place forms carry it too.
+	tool *view.Tool
 }
 
 // inPlaceOf returns where rq, about to be forwarded as fwd, may ask its
@@ -62,6 +66,9 @@ func (e *Engine) inPlaceOf(ctx context.Context, rq *job, fwd *view.Request, firs
 	}
 	ip := &inPlace{fwd: fwd, first: first, shift: shift}
 	ip.prev, ip.known = e.prefixOf(ctx, rq.req.Scope+"\x00"+conversationID(rq.in))
+	if ip.known && ip.prev.condensed {
+		ip.tool = e.opts.RecallTool // the request before carried it
+	}
 	return ip
 }
 
@@ -152,6 +159,14 @@ func (e *Engine) askInPlace(rq *job, from, to int, in SummaryInput) (body []byte
 	body, ok, err := rq.codec.(view.Asker).Ask(ip.fwd, text.String(), in.MaxTokens)
 	if err != nil || !ok {
 		return nil, 0, false
+	}
+	if t, can := rq.codec.(view.Tools); can && ip.tool != nil {
+		// As the proxy adds it to the request this one continues (the
+		// same bytes every time); a request that cannot take it did
+		// not get it there either.
+		if with, added, err := t.AddTool(body, *ip.tool); err == nil && added {
+			body = with
+		}
 	}
 	return body, price, true
 }

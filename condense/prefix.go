@@ -52,6 +52,10 @@ type prefixEntry struct {
 	// uncondensed and its summarizer spending (estimated, in units of the
 	// input price); record adds the previous entry's to the new one's.
 	billed, spent float64
+	// condensed: a condensed request of the conversation was forwarded
+	// (this one or an earlier one); from then on every request carries
+	// the recall tool (Options.RecallTool).
+	condensed bool
 }
 
 type itemSum struct {
@@ -184,9 +188,11 @@ func (e *Engine) takePrefix(ctx context.Context, key string) (prefixEntry, bool)
 // as what condensing made of it.
 func (e *Engine) prefixTTL() time.Duration { return e.opts.OriginalsTTL }
 
-// prefixVersion opens an encoded record; a record of another version is
-// taken as unknown (one request of a conversation priced as its first).
-const prefixVersion = 1
+// prefixVersion opens an encoded record; a record of an unknown version
+// is taken as unknown (one request of a conversation priced as its
+// first). Version 2 added the flags (condensed) after the items; a
+// version 1 record reads as not condensed.
+const prefixVersion = 2
 
 // encodePrefix writes p as bytes: the version, then varints.
 func encodePrefix(p prefixEntry) []byte {
@@ -203,8 +209,15 @@ func encodePrefix(p prefixEntry) []byte {
 		b = binary.LittleEndian.AppendUint64(b, it.hash)
 		b = binary.AppendVarint(b, int64(it.tokens))
 	}
-	return b
+	var flags uint64
+	if p.condensed {
+		flags |= prefixCondensed
+	}
+	return binary.AppendUvarint(b, flags)
 }
+
+// Flags of a prefix record.
+const prefixCondensed = 1
 
 var errPrefixRecord = errors.New("malformed prefix record")
 
@@ -212,7 +225,8 @@ var errPrefixRecord = errors.New("malformed prefix record")
 func decodePrefix(b []byte) (prefixEntry, error) {
 	var p prefixEntry
 	r := prefixReader{b: b}
-	if v := r.uvarint(); v != prefixVersion {
+	v := r.uvarint()
+	if v != 1 && v != prefixVersion {
 		return p, fmt.Errorf("%w: version %d", errPrefixRecord, v)
 	}
 	p.outside = r.u64()
@@ -230,6 +244,9 @@ func decodePrefix(b []byte) (prefixEntry, error) {
 		for i := range p.items {
 			p.items[i] = itemSum{hash: r.u64(), tokens: int(r.varint())}
 		}
+	}
+	if r.err == nil && v >= 2 {
+		p.condensed = r.uvarint()&prefixCondensed != 0
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%w: %d bytes left over", errPrefixRecord, len(r.b))

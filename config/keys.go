@@ -357,7 +357,7 @@ var table = []Key{
 	durKey("litellm.refresh", "litellm-refresh", 10*time.Minute, 0, day, func(c *Config) *time.Duration { return &c.LiteLLM.Refresh },
 		"how often /model/info is read again (0: only at start)"),
 
-	boolKey("memory.recall_tool", "recall-tool", false, func(c *Config) *bool { return &c.Memory.RecallTool },
+	boolKey("memory.recall_tool", "recall-tool", true, func(c *Config) *bool { return &c.Memory.RecallTool },
 		"add condense_recall to every request of a condensed conversation and answer it from the conversation's memory"),
 	boolKey("memory.relevant_context", "relevant-context", false, func(c *Config) *bool { return &c.Memory.RelevantContext },
 		"put the memory items most relevant to the conversation's current focus beside its summaries, when the cut moves"),

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // ToolName is the recall tool's name.
@@ -26,6 +27,9 @@ const (
 		"or `id` to get back one original named by a summary, digest or omission marker. Answered by the proxy, not by the user."
 	ToolSchema = `{"type":"object","properties":{"query":{"type":"string","description":"What to look for in the condensed-away history."},"id":{"type":"string","description":"The id of a summary, digest or omission marker, or of a recalled step."}}}`
 )
+
+// Tool is the recall tool as the proxy adds it to requests.
+var Tool = view.Tool{Name: ToolName, Description: ToolDescription, Schema: ToolSchema}
 
 // Limits of a recall request.
 const (

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/memory"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -71,8 +70,6 @@ type Recaller interface {
 	// Recall answers one call's arguments within budget tokens.
 	// creds are the caller's own (for embeddings); never kept.
 	Recall(ctx context.Context, scope, conversation, args string, budget int, creds http.Header) memory.Recalled
-	// Condensed reports whether the conversation was condensed once.
-	Condensed(ctx context.Context, scope, conversation string) bool
 }
 
 // RecallKeepAlive is how often a stream waiting on a recall round gets a
@@ -103,7 +100,7 @@ type Counter interface {
 }
 
 // recallTool is the tool added to requests.
-var recallTool = view.Tool{Name: memory.ToolName, Description: memory.ToolDescription, Schema: memory.ToolSchema}
+var recallTool = memory.Tool
 
 // recallState is a request that carries the recall tool.
 type recallState struct {
@@ -139,8 +136,9 @@ func (p *Proxy) addRecallTool(r *http.Request, codec view.Codec, body []byte, co
 	if !ok {
 		return body
 	}
-	condensed := rep.Applied != condense.AppliedNone && rep.Applied != condense.AppliedObserve && rep.Applied != ""
-	if !condensed && !p.opts.Recall.Condensed(r.Context(), ri.scope, rep.Conversation) {
+	if !rep.RecallTool {
+		// The engine says: not condensed yet (nor any request of the
+		// conversation before it).
 		return body
 	}
 	out, ok, err := tools.AddTool(body, recallTool)

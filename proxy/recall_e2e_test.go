@@ -605,7 +605,7 @@ func TestRecallToolStable(t *testing.T) {
 		}
 	}
 
-	off := harness.New(harness.Options{Window: 16000, Summarizer: "extractive"})
+	off := harness.New(harness.Options{Window: 16000, Summarizer: "extractive", Configure: func(c *config.Config) { c.Memory.RecallTool = false }})
 	defer off.Close()
 	res, err = http.Post(off.Proxy.URL+"/v1/chat/completions", "application/json", bytes.NewReader(conversation("chat", 40, false)))
 	if err != nil {

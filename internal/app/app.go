@@ -440,6 +440,9 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 	if cfg.Memory.RelevantContext {
 		a.EngineOptions.RelevantTokens = cfg.Memory.RecallBudgetTokens
 	}
+	if cfg.Memory.RecallTool {
+		a.EngineOptions.RecallTool = &memory.Tool
+	}
 	deps := condense.Deps{
 		Counter:    a.Counter,
 		Originals:  a.Originals,
