@@ -73,11 +73,17 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	summary := renderSummary(items, rest-from)
 	text := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
 	note := rq.codec.Note(text)
-	levels := map[int]int{}
 	for _, it := range items {
-		levels[it.level]++
 		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
 			TokensBefore: rq.received().tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
+	}
+	// Every summary of the request (a fold's before the cut's, when the
+	// cut follows one).
+	levels := map[int]int{}
+	for _, ch := range rq.changes {
+		if ch.Kind == ChangeSummary {
+			levels[ch.Level]++
+		}
 	}
 	r.Summaries = formatLevels(levels)
 	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses

@@ -95,7 +95,13 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 			r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", rc.Total, b.target)
 			return nil, err
 		}
-		addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
+		if rq.cutSummarized {
+			// Stand-ins of the omitted steps in place of a marker: a
+			// cheaper form, not less than promised.
+			r.Reason += "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place"
+		} else {
+			addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
+		}
 	}
 	r.Applied = AppliedFull
 	if rq.noCalls != "" {

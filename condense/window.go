@@ -33,8 +33,14 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	for _, p := range prefix {
 		prefixTok += e.counter.Text(rq.limits.Encoding, string(p))
 	}
+	// What stands for the omitted steps: auto's cut and a window after a
+	// fold's summary carry stand-ins of them (summaries, cutSummary —
+	// extractive after a fold, whose summary was the LLM's work), within
+	// the cut summaries' budget; the sliding window of truncate mode, a
+	// marker.
+	standIn := rq.summarizeCut || len(prefix) > 0
 	note := markerTokens
-	if rq.summarizeCut {
+	if standIn {
 		note = b.cutSummary
 	}
 	fixed := c.tokens(0, c.head) + b.overhead + prefixTok + note
@@ -125,13 +131,21 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		}
 		return rebuild(rq, prefix, from)
 	}
-	if rq.summarizeCut && len(prefix) == 0 {
-		// auto: summaries of what the cut omits in place of the marker.
+	if standIn {
+		// Summaries of what the cut omits in place of the marker.
+		extractive := rq.extractiveSummaries
+		if len(prefix) > 0 {
+			rq.extractiveSummaries = true
+		}
 		note, text, err := e.cutSummary(ctx, rq, b, r, firstStep, keep)
-		if err != nil || note != nil {
-			if err != nil {
-				return nil, err
-			}
+		rq.extractiveSummaries = extractive
+		if err != nil {
+			return nil, err
+		}
+		if note != nil && len(prefix) > 0 {
+			return rebuild(rq, append(append([][]byte{}, prefix...), note), rest)
+		}
+		if note != nil {
 			// Counted for a new cut, or when its summaries were read.
 			if moved || held >= 0 {
 				if tok := e.counter.Text(rq.limits.Encoding, text); moved || tok != held {
