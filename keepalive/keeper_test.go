@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/keepalive"
 	"github.com/condense-proxy/condense-proxy/keepalive/keepalivetest"
 )
@@ -111,7 +112,7 @@ func request(conv string) keepalive.Request {
 	h := http.Header{}
 	h.Set("X-Api-Key", "sk-caller")
 	h.Set("Anthropic-Version", "2023-06-01")
-	return keepalive.Request{Scope: "scope", Conversation: conv, Format: keepalive.FormatMessages, Model: "claude-sonnet-4-5",
+	return keepalive.Request{Scope: "scope", Conversation: conv, Codec: messages.New(nil), Model: "claude-sonnet-4-5",
 		Path: "/v1/messages", RawQuery: "beta=true", Header: h, Body: []byte(body), Tokens: 20000}
 }
 

@@ -25,6 +25,13 @@ const (
 	minResponsesOutput = 16 // Responses' max_output_tokens
 )
 
+// Wire formats, as codecs' Format names them.
+const (
+	FormatChat      = "chat"
+	FormatMessages  = "messages"
+	FormatResponses = "responses"
+)
+
 // errNoPing is a body a ping cannot be made of.
 var errNoPing = errors.New("not a request a ping can be made of")
 
@@ -133,18 +140,9 @@ func (k *Keeper) send(ctx context.Context, p *pending) (Usage, error) {
 		io.Copy(io.Discard, io.LimitReader(res.Body, maxPingAnswer))
 		return Usage{}, fmt.Errorf("the upstream answered the ping with %d", res.StatusCode)
 	}
-	ps := newParser(p.format, isSSE(res.Header.Get("Content-Type")))
-	buf := make([]byte, 32<<10)
-	rd := io.LimitReader(res.Body, maxPingAnswer)
-	for {
-		n, err := rd.Read(buf)
-		ps.Write(buf[:n])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Usage{}, fmt.Errorf("reading the ping's answer: %w", err)
-		}
+	ar := p.codec.AnswerReader(isSSE(res.Header.Get("Content-Type")))
+	if _, err := io.Copy(ar, io.LimitReader(res.Body, maxPingAnswer)); err != nil {
+		return Usage{}, fmt.Errorf("reading the ping's answer: %w", err)
 	}
-	return ps.result().Usage, nil
+	return ar.Outcome().Usage, nil
 }
