@@ -114,10 +114,10 @@ type Options struct {
 }
 
 // Codec is what a Keeper needs of a request's codec: it reads the
-// answers (view.Meter).
+// answers (view.Meter) and writes the pings (view.Pinger).
 type Codec interface {
 	view.Meter
-	Format() string
+	view.Pinger
 }
 
 // Request is a request a condensing route forwarded.
@@ -413,7 +413,7 @@ func (k *Keeper) answered(w *Watch, a view.Outcome, ok bool) {
 	if prompt < k.o.MinPrefixTokens {
 		return
 	}
-	ping, out, err := pingBody(c.codec.Format(), body, c.model.Reasoning)
+	ping, out, err := c.codec.Ping(body, c.model.Reasoning)
 	if err != nil {
 		k.log.Debug("keepalive: no ping", "conversation", c.owner, "err", err)
 		return
