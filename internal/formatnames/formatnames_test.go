@@ -36,9 +36,6 @@ var offenders = map[string][]string{
 	"cmd/condense-proxy/offline.go": {"tool_result", "tool_use"},
 	"config/keys.go":                {"context_management"},
 	"config/registry.go":            {"max_output_tokens"},
-	"llm/llm.go":                    {"max_completion_tokens", "max_tokens"},
-	"llm/messages.go":               {"max_tokens"},
-	"llm/responses.go":              {"input_text", "max_output_tokens", "output_text"},
 	"proxy/anthropic.go":            {"context_management"},
 }
 
