@@ -28,15 +28,6 @@ var names = []string{
 	"cached_tokens",
 }
 
-// offenders are the files that still name a format's fields, and the
-// names they use: each one is to move into a codec, and the list to
-// shrink to nothing. A listed name a file no longer uses fails the test
-// too, so that the list only shrinks.
-var offenders = map[string][]string{
-	"cmd/condense-proxy/offline.go": {"tool_result", "tool_use"},
-	"config/registry.go":            {"max_output_tokens"},
-}
-
 // matcher returns the names s holds as whole tokens: not inside a longer
 // identifier (cache_max_bytes, selective.keep_recent_tool_outputs), but
 // as a JSON key or value, a segment of a gjson path or a word of a
@@ -158,20 +149,8 @@ func offences(t *testing.T, dir string, match func(string) []string) []offence {
 // byte of a format, so a new format is a codec, a route and registry
 // entries.
 func TestNoFormatNamesOutsideCodecs(t *testing.T) {
-	seen := map[string]bool{}
 	for _, o := range offences(t, root(t), matcher(names)) {
-		if slices.Contains(offenders[o.file], o.name) {
-			seen[o.file+" "+o.name] = true
-			continue
-		}
 		t.Errorf("%s: a string names the wire format's %q; move it into a codec", o.pos, o.name)
-	}
-	for file, names := range offenders {
-		for _, name := range names {
-			if !seen[file+" "+name] {
-				t.Errorf("%s no longer names %q: take it off the offenders", file, name)
-			}
-		}
 	}
 }
 
