@@ -28,7 +28,7 @@ func (c *EmbeddingsClient) Embed(ctx context.Context, model string, texts []stri
 	if err != nil {
 		return nil, fmt.Errorf("encoding embeddings request: %w", err)
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "embeddings"), body, creds, nil)
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "/v1/embeddings"), body, creds, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// Client asks summaries at {BaseURL}/v1/<the codec's summary path>.
+// Client asks summaries at {BaseURL}<the codec's summary path>.
 type Client struct {
 	// BaseURL is the upstream base, as the proxy uses it.
 	BaseURL *url.URL
@@ -66,7 +66,7 @@ func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("summarizer: the %s API asks no summaries", format(c.Codec))
 	}
-	path, defaults := api.SummaryPath()
+	path, defaults := api.SummaryPath(call.Model)
 	body := call.Body
 	if body == nil {
 		var err error
@@ -107,12 +107,15 @@ func format(c view.Codec) string {
 	return c.Format()
 }
 
-// endpoint is base's /v1/<path>, without doubling a base that ends in /v1.
+// endpoint is base's path (/v1/…), without doubling a base that ends in
+// /v1.
 func endpoint(base *url.URL, path string) string {
 	if strings.HasSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") {
-		return base.JoinPath(path).String()
+		if rest, ok := strings.CutPrefix(path, "/v1/"); ok {
+			path = rest
+		}
 	}
-	return base.JoinPath("v1", path).String()
+	return base.JoinPath(path).String()
 }
 
 // post sends body to u with the caller's credentials (and the extra

@@ -7,11 +7,11 @@ import "errors"
 // answer. Package llm posts the request (credentials, errors, bounds);
 // what the request and the answer look like is the codec's.
 type SummaryAPI interface {
-	// SummaryPath is the path, under the upstream's /v1, summaries are
-	// asked at ("chat/completions"), and headers every such request
-	// carries unless the caller's own headers have them (an API
-	// version).
-	SummaryPath() (path string, defaults []Header)
+	// SummaryPath is the path, under the upstream's base, a summary by
+	// model is asked at ("/v1/chat/completions"; a format may name the
+	// model in it), and headers every such request carries unless the
+	// caller's own headers have them (an API version).
+	SummaryPath(model string) (path string, defaults []Header)
 	// SummaryRequest returns the body of a request for one summary, not
 	// streamed.
 	SummaryRequest(s Summary) ([]byte, error)

@@ -11,7 +11,7 @@ import (
 var _ view.SummaryAPI = (*Codec)(nil)
 
 // SummaryPath implements view.SummaryAPI.
-func (*Codec) SummaryPath() (string, []view.Header) { return "chat/completions", nil }
+func (*Codec) SummaryPath(string) (string, []view.Header) { return "/v1/chat/completions", nil }
 
 // SummaryRequest implements view.SummaryAPI: the system prompt and the
 // text as two messages; a reasoning model's bound is

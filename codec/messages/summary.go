@@ -15,8 +15,8 @@ var _ view.SummaryAPI = (*Codec)(nil)
 const APIVersion = "2023-06-01"
 
 // SummaryPath implements view.SummaryAPI.
-func (*Codec) SummaryPath() (string, []view.Header) {
-	return "messages", []view.Header{{Name: "Anthropic-Version", Value: APIVersion}}
+func (*Codec) SummaryPath(string) (string, []view.Header) {
+	return "/v1/messages", []view.Header{{Name: "Anthropic-Version", Value: APIVersion}}
 }
 
 // SummaryRequest implements view.SummaryAPI: the system prompt as

@@ -13,8 +13,8 @@ import (
 // writes a map).
 func TestSummaryRequest(t *testing.T) {
 	c := New(nil)
-	path, headers := c.SummaryPath()
-	if path != "messages" || !slices.Equal(headers, []view.Header{{Name: "Anthropic-Version", Value: "2023-06-01"}}) {
+	path, headers := c.SummaryPath("m")
+	if path != "/v1/messages" || !slices.Equal(headers, []view.Header{{Name: "Anthropic-Version", Value: "2023-06-01"}}) {
 		t.Errorf("path %q, headers %v", path, headers)
 	}
 	for _, tc := range []struct {

@@ -34,7 +34,7 @@ func reasoningModel(model string) bool {
 }
 
 // SummaryPath implements view.SummaryAPI.
-func (*Codec) SummaryPath() (string, []view.Header) { return "responses", nil }
+func (*Codec) SummaryPath(string) (string, []view.Header) { return "/v1/responses", nil }
 
 // SummaryRequest implements view.SummaryAPI: stored nowhere (store
 // false); the system prompt as instructions, the text as one user

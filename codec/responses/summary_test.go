@@ -13,8 +13,8 @@ import (
 // writes a map).
 func TestSummaryRequest(t *testing.T) {
 	c := New(nil)
-	path, headers := c.SummaryPath()
-	if path != "responses" || !slices.Equal(headers, nil) {
+	path, headers := c.SummaryPath("m")
+	if path != "/v1/responses" || !slices.Equal(headers, nil) {
 		t.Errorf("path %q, headers %v", path, headers)
 	}
 	for _, tc := range []struct {
