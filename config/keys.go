@@ -327,7 +327,7 @@ var table = []Key{
 		"bound of one LLM digest"),
 
 	boolKey("anthropic.strip_context_management", "strip-context-management", false, func(c *Config) *bool { return &c.Anthropic.StripContextManagement },
-		"remove context_management and its beta from Messages requests (for upstreams that refuse them)"),
+		"remove Anthropic's context management (its field and its beta) from Messages requests, for upstreams that refuse them"),
 
 	listKey("auth.keys", "auth-keys", []string{}, func(c *Config) *[]string { return &c.Auth.Keys },
 		"accepted inbound API keys (empty: no inbound auth)"),

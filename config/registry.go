@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,14 @@ const (
 	maxInputPrice = 1000
 )
 
+// modelKey is the config key of ModelConfig's field, as its tag spells
+// it: a key that is also a wire format's field name (max_output_tokens)
+// is spelled once, there; only the codecs spell wire names in strings.
+func modelKey(field string) string {
+	f, _ := reflect.TypeOf(ModelConfig{}).FieldByName(field)
+	return f.Tag.Get("mapstructure")
+}
+
 // validate reports every bad field of the entry.
 func (m ModelConfig) validate() error { return errors.Join(m.problems()...) }
 
@@ -90,7 +99,7 @@ func (m ModelConfig) problems() []error {
 		bad("context_window: must be in [0, %d] (0 for default_context_window), got %d", maxTokens, m.ContextWindow)
 	}
 	if !(m.MaxOutputTokens >= 0 && m.MaxOutputTokens <= maxTokens) {
-		bad("max_output_tokens: must be in [0, %d], got %d", maxTokens, m.MaxOutputTokens)
+		bad("%s: must be in [0, %d], got %d", modelKey("MaxOutputTokens"), maxTokens, m.MaxOutputTokens)
 	}
 	if !(m.Threshold >= 0 && m.Threshold <= 1) {
 		bad("threshold: must be in (0,1] (or 0 for the global one), got %g", m.Threshold)

@@ -6,15 +6,16 @@
 // and its next request writes the whole prefix again (1.25× the input
 // price) instead of reading it (0.1×). A Keeper re-sends the last request
 // of such a conversation shortly before its cache would expire — the
-// exact bytes forwarded, with only the output limit at the API's minimum,
-// stream false and stream_options dropped, on the same path with the same
-// headers — so the provider reads (and so refreshes) the cache for the
-// price of a read.
+// exact bytes forwarded, with only the answer's bound at the API's
+// minimum and streaming off (the request's codec writes it: view.Pinger),
+// on the same path with the same headers — so the provider reads (and so
+// refreshes) the cache for the price of a read.
 //
 // The flow: the proxy calls Forwarded for every request a condensing
-// route forwards (the caller's scope, the conversation, the body, the
-// headers) and feeds the returned Watch with the answer as it flows to
-// the client. When the answer ends the agent's turn (Answer.EndTurn), the
+// route forwards (the caller's scope, the conversation, its codec, the
+// body, the headers) and feeds the returned Watch with the answer as it
+// flows to the client, read by the codec (view.Meter). When the answer
+// ends the agent's turn (view.Outcome.EndTurn), the
 // conversation's prompt is large enough (MinPrefixTokens) and a ping
 // costs less than the re-write it saves, a ping is scheduled at the
 // model's cache TTL less a lead after the request. A ping that reads the
@@ -50,6 +51,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Store keeps the conversations' owner tokens shared by replicas: a
@@ -110,14 +113,23 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Codec is what a Keeper needs of a request's codec: it reads the
+// answers (view.Meter) and writes the pings (view.Pinger).
+type Codec interface {
+	view.Meter
+	view.Pinger
+}
+
 // Request is a request a condensing route forwarded.
 type Request struct {
 	Scope        string // the caller's scope, never its credentials
 	Conversation string // the engine's conversation id within the scope
-	Format       string // FormatChat, FormatMessages or FormatResponses
-	Model        string
-	Path         string // the request's path ("/v1/messages")
-	RawQuery     string // its query, without "?" ("beta=true")
+	// Codec is the codec of the request's format. One that is not a
+	// Codec (it cannot read answers or write pings): not pinged.
+	Codec    view.Codec
+	Model    string
+	Path     string // the request's path ("/v1/messages")
+	RawQuery string // its query, without "?" ("beta=true")
 	// Header is the forwarded request's headers, credentials included;
 	// kept in memory only. The Keeper owns it from now on.
 	Header http.Header
@@ -184,11 +196,12 @@ type conv struct {
 
 	// The last request, kept from Forwarded until its answer says
 	// whether to ping it.
-	format, path, rawQuery string
-	header                 http.Header
-	body                   []byte
-	tokens                 int
-	token                  string // the owner token written for it
+	codec          Codec
+	path, rawQuery string
+	header         http.Header
+	body           []byte
+	tokens         int
+	token          string // the owner token written for it
 
 	ping  []byte // the ping's body, while armed
 	timer Timer
@@ -260,8 +273,8 @@ func (k *Keeper) Forwarded(ctx context.Context, r Request) *Watch {
 	}
 	key := r.Scope + "\x00" + r.Conversation
 	var m Model
-	eligible := (r.Format == FormatChat || r.Format == FormatMessages || r.Format == FormatResponses) &&
-		r.Tokens >= k.o.MinPrefixTokens && (k.o.Match == nil || k.o.Match(r.Model))
+	codec, eligible := r.Codec.(Codec)
+	eligible = eligible && r.Tokens >= k.o.MinPrefixTokens && (k.o.Match == nil || k.o.Match(r.Model))
 	if eligible {
 		m = k.o.Model(r.Model)
 		eligible = m.CacheTTL > 0
@@ -306,14 +319,15 @@ func (k *Keeper) Forwarded(ctx context.Context, r Request) *Watch {
 		k.mu.Unlock()
 		if credit {
 			// Only to credit the saving: no ping after it.
-			return &Watch{k: k, c: c, gen: gen, format: r.Format, creditOnly: true}
+			meter, _ := r.Codec.(view.Meter)
+			return &Watch{k: k, c: c, gen: gen, meter: meter, creditOnly: true}
 		}
 		return nil
 	}
 	var tb [16]byte
 	rand.Read(tb[:])
 	c.model = m
-	c.format, c.path, c.rawQuery, c.header, c.body, c.tokens = r.Format, r.Path, r.RawQuery, r.Header, r.Body, r.Tokens
+	c.codec, c.path, c.rawQuery, c.header, c.body, c.tokens = codec, r.Path, r.RawQuery, r.Header, r.Body, r.Tokens
 	c.token = hex.EncodeToString(tb[:])
 	c.used, c.lastReal = now, now
 	k.bytes += c.held()
@@ -328,7 +342,7 @@ func (k *Keeper) Forwarded(ctx context.Context, r Request) *Watch {
 		k.o.Store.Set(sctx, owner, []byte(token), k.ownerTTL(m.CacheTTL))
 		cancel()
 	}
-	return &Watch{k: k, c: c, gen: gen, format: r.Format}
+	return &Watch{k: k, c: c, gen: gen, meter: codec}
 }
 
 // disarm stops c's scheduled ping. k.mu is held.
@@ -369,7 +383,7 @@ func (k *Keeper) trim(keep *conv) {
 }
 
 // answered handles the end of a watched answer.
-func (k *Keeper) answered(w *Watch, a Answer, ok bool) {
+func (k *Keeper) answered(w *Watch, a view.Outcome, ok bool) {
 	defer k.answers.Add(1)
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -399,7 +413,7 @@ func (k *Keeper) answered(w *Watch, a Answer, ok bool) {
 	if prompt < k.o.MinPrefixTokens {
 		return
 	}
-	ping, out, err := pingBody(c.format, body, c.model.Reasoning)
+	ping, out, err := c.codec.Ping(body, c.model.Reasoning)
 	if err != nil {
 		k.log.Debug("keepalive: no ping", "conversation", c.owner, "err", err)
 		return
@@ -426,10 +440,11 @@ func (k *Keeper) schedule(c *conv) {
 
 // pending is what one ping needs, copied out of its conv.
 type pending struct {
-	format, path, rawQuery string
-	header                 http.Header
-	body                   []byte
-	model                  Model
+	codec          Codec
+	path, rawQuery string
+	header         http.Header
+	body           []byte
+	model          Model
 }
 
 // fire sends c's scheduled ping, if it is still due.
@@ -440,7 +455,7 @@ func (k *Keeper) fire(c *conv, gen uint64) {
 		return
 	}
 	c.timer = nil
-	p := &pending{format: c.format, path: c.path, rawQuery: c.rawQuery, header: c.header, body: c.ping, model: c.model}
+	p := &pending{codec: c.codec, path: c.path, rawQuery: c.rawQuery, header: c.header, body: c.ping, model: c.model}
 	token, owner := c.token, c.owner
 	k.wg.Add(1)
 	k.mu.Unlock()
@@ -481,7 +496,7 @@ func (k *Keeper) fire(c *conv, gen uint64) {
 	k.pings.Add(1)
 	k.cacheRead.Add(uint64(u.CacheRead))
 	k.addCost(cost(p.model, u))
-	if !u.readMostly() {
+	if !readMostly(u) {
 		k.pingWrites.Add(1)
 		k.log.Info("keepalive: the ping found the cache gone; the conversation is not pinged again", "conversation", owner,
 			"cache_read", u.CacheRead, "cache_write", u.CacheWrite, "uncached", u.Uncached)
@@ -572,27 +587,27 @@ type Watch struct {
 	k          *Keeper
 	c          *conv
 	gen        uint64
-	format     string
+	meter      view.Meter
 	creditOnly bool
-	p          *parser
+	r          view.AnswerReader
 	ended      bool
 }
 
 // Start reports whether the answer's body is wanted: a 200 that is not
 // compressed. false ends the watch.
 func (w *Watch) Start(status int, h http.Header) bool {
-	if enc := h.Get("Content-Encoding"); status != http.StatusOK || (enc != "" && enc != "identity") {
+	if enc := h.Get("Content-Encoding"); w.meter == nil || status != http.StatusOK || (enc != "" && enc != "identity") {
 		w.End(false)
 		return false
 	}
-	w.p = newParser(w.format, isSSE(h.Get("Content-Type")))
+	w.r = w.meter.AnswerReader(isSSE(h.Get("Content-Type")))
 	return true
 }
 
 // Write takes the answer's next bytes (not kept).
 func (w *Watch) Write(b []byte) {
-	if w.p != nil && !w.ended {
-		w.p.Write(b)
+	if w.r != nil && !w.ended {
+		w.r.Write(b)
 	}
 }
 
@@ -603,9 +618,9 @@ func (w *Watch) End(complete bool) {
 		return
 	}
 	w.ended = true
-	if w.p == nil || !complete {
-		w.k.answered(w, Answer{}, false)
+	if w.r == nil || !complete {
+		w.k.answered(w, view.Outcome{}, false)
 		return
 	}
-	w.k.answered(w, w.p.result(), true)
+	w.k.answered(w, w.r.Outcome(), true)
 }

@@ -14,8 +14,10 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/keepalive"
 	"github.com/condense-proxy/condense-proxy/keepalive/keepalivetest"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 const ttl = 5 * time.Minute
@@ -111,9 +113,22 @@ func request(conv string) keepalive.Request {
 	h := http.Header{}
 	h.Set("X-Api-Key", "sk-caller")
 	h.Set("Anthropic-Version", "2023-06-01")
-	return keepalive.Request{Scope: "scope", Conversation: conv, Format: keepalive.FormatMessages, Model: "claude-sonnet-4-5",
+	return keepalive.Request{Scope: "scope", Conversation: conv, Codec: messages.New(nil), Model: "claude-sonnet-4-5",
 		Path: "/v1/messages", RawQuery: "beta=true", Header: h, Body: []byte(body), Tokens: 20000}
 }
+
+// meterOnly is a codec that reads answers but writes no pings.
+type meterOnly struct{ view.Meter }
+
+func (meterOnly) Format() string { return "meter-only" }
+func (meterOnly) Scan([]byte, func(string) string) (*view.Request, error) {
+	return nil, view.ErrNotRequest
+}
+func (meterOnly) Parse(*view.Request) error                       { return nil }
+func (meterOnly) Text(*view.Request, int) view.Text               { return view.Text{} }
+func (meterOnly) Note(string) []byte                              { return nil }
+func (meterOnly) Splice(*view.Request, view.Edit) ([]byte, error) { return nil, nil }
+func (meterOnly) Error(int, string, string) []byte                { return nil }
 
 const (
 	endTurn = `{"type":"message","stop_reason":"end_turn","usage":{"input_tokens":3,"cache_read_input_tokens":19000,"cache_creation_input_tokens":1000,"output_tokens":9}}`
@@ -219,6 +234,14 @@ func TestKeeper(t *testing.T) {
 				t.Errorf("stats %+v", s)
 			}
 		}, 1},
+		{"a codec that cannot ping: none", func(t *testing.T, k *keepalive.Keeper, c *keepalivetest.Clock, u *upstream) {
+			r := request("a")
+			r.Codec = meterOnly{r.Codec.(view.Meter)}
+			if w := k.Forwarded(context.Background(), r); w != nil {
+				t.Error("watched")
+			}
+			c.Advance(time.Hour)
+		}, 0},
 		{"another model than keepalive.models: none", func(t *testing.T, k *keepalive.Keeper, c *keepalivetest.Clock, u *upstream) {
 			r := request("a")
 			r.Model = "claude-opus-4-1"

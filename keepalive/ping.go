@@ -3,88 +3,17 @@ package keepalive
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 )
 
 // outputPrice is an output token's price in input tokens: an estimate
 // (Claude's and GPT's output costs 4–8 times their input), used to price
 // the output a ping may produce.
 const outputPrice = 5
-
-// Minimum output limits the APIs accept.
-const (
-	minOutput          = 1  // max_tokens, max_completion_tokens
-	minResponsesOutput = 16 // Responses' max_output_tokens
-)
-
-// errNoPing is a body a ping cannot be made of.
-var errNoPing = errors.New("not a request a ping can be made of")
-
-// pingBody returns body with only what makes it cheap changed: the output
-// limit at the API's minimum, stream false, stream_options dropped. out
-// is the most output tokens the ping may cost: more than the minimum when
-// the request thinks (Messages and chat through LiteLLM: extended
-// thinking's budget must stay as it was, or the cached messages are lost,
-// and the limit must exceed it).
-func pingBody(format string, body []byte, reasoning bool) (ping []byte, out int, err error) {
-	if !gjson.ValidBytes(body) || !gjson.GetBytes(body, "@this").IsObject() {
-		return nil, 0, errNoPing
-	}
-	limitKey, limit := "max_tokens", minOutput
-	switch format {
-	case FormatResponses:
-		limitKey, limit = "max_output_tokens", minResponsesOutput
-	case FormatChat:
-		if reasoning || gjson.GetBytes(body, "max_completion_tokens").Exists() {
-			limitKey = "max_completion_tokens"
-		}
-	case FormatMessages:
-	default:
-		return nil, 0, errNoPing
-	}
-	if format != FormatResponses {
-		switch th := gjson.GetBytes(body, "thinking"); {
-		case !th.IsObject() || th.Get("type").String() == "disabled":
-		case th.Get("type").String() == "enabled":
-			budget := int(th.Get("budget_tokens").Int())
-			if budget <= 0 {
-				return nil, 0, errNoPing
-			}
-			limit = budget + 1
-		default:
-			// Adaptive or unknown thinking: its output limit is not ours
-			// to judge; the ping keeps it and is priced at it.
-			cur := gjson.GetBytes(body, limitKey)
-			if cur.Type != gjson.Number || cur.Int() < 1 {
-				return nil, 0, errNoPing
-			}
-			limit = int(cur.Int())
-		}
-	}
-	ping = bytes.Clone(body)
-	if ping, err = sjson.SetBytes(ping, limitKey, limit); err != nil {
-		return nil, 0, fmt.Errorf("setting %s: %w", limitKey, err)
-	}
-	if gjson.GetBytes(ping, "stream").Exists() {
-		if ping, err = sjson.SetBytes(ping, "stream", false); err != nil {
-			return nil, 0, fmt.Errorf("setting stream: %w", err)
-		}
-	}
-	if gjson.GetBytes(ping, "stream_options").Exists() {
-		if ping, err = sjson.DeleteBytes(ping, "stream_options"); err != nil {
-			return nil, 0, fmt.Errorf("dropping stream_options: %w", err)
-		}
-	}
-	return ping, limit, nil
-}
 
 // worth reports whether a ping of a prompt of prompt tokens, producing at
 // most out tokens, costs less than the re-write of that prompt it saves
@@ -133,18 +62,9 @@ func (k *Keeper) send(ctx context.Context, p *pending) (Usage, error) {
 		io.Copy(io.Discard, io.LimitReader(res.Body, maxPingAnswer))
 		return Usage{}, fmt.Errorf("the upstream answered the ping with %d", res.StatusCode)
 	}
-	ps := newParser(p.format, isSSE(res.Header.Get("Content-Type")))
-	buf := make([]byte, 32<<10)
-	rd := io.LimitReader(res.Body, maxPingAnswer)
-	for {
-		n, err := rd.Read(buf)
-		ps.Write(buf[:n])
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return Usage{}, fmt.Errorf("reading the ping's answer: %w", err)
-		}
+	ar := p.codec.AnswerReader(isSSE(res.Header.Get("Content-Type")))
+	if _, err := io.Copy(ar, io.LimitReader(res.Body, maxPingAnswer)); err != nil {
+		return Usage{}, fmt.Errorf("reading the ping's answer: %w", err)
 	}
-	return ps.result().Usage, nil
+	return ar.Outcome().Usage, nil
 }

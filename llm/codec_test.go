@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"net/url"
+
 	"github.com/condense-proxy/condense-proxy/codec/chat"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
@@ -16,4 +18,9 @@ func codecOf(format string) view.Codec {
 		return responses.New(nil)
 	}
 	return chat.New(nil)
+}
+
+// client returns a client asking in the API of a wire format.
+func client(u *url.URL, format string) *Client {
+	return &Client{BaseURL: u, Codec: codecOf(format)}
 }

@@ -24,7 +24,11 @@ func (c *EmbeddingsClient) Embed(ctx context.Context, model string, texts []stri
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "embeddings"), map[string]any{"model": model, "input": texts}, creds, nil)
+	body, err := json.Marshal(map[string]any{"model": model, "input": texts})
+	if err != nil {
+		return nil, fmt.Errorf("encoding embeddings request: %w", err)
+	}
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "/v1/embeddings"), body, creds, nil)
 	if err != nil {
 		return nil, fmt.Errorf("embeddings: %w", err)
 	}

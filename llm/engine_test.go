@@ -78,9 +78,8 @@ func TestEngineAsksInTheCodecsAPI(t *testing.T) {
 				Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 					return condense.ModelLimits{Window: 16000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
 				}),
-				Cache: cache.NewMemory(64 << 20),
-				Summarizer: &Summarizer{Client: &Client{BaseURL: u}, Messages: &MessagesClient{BaseURL: u},
-					Responses: &ResponsesClient{BaseURL: u}},
+				Cache:      cache.NewMemory(64 << 20),
+				Summarizer: &Summarizer{Client: client(u, "chat"), Clients: []*Client{client(u, "messages"), client(u, "responses")}},
 			}, condense.Options{Summarizer: "llm", ChunkTokens: 4000})
 			res, err := e.Condense(context.Background(), condense.Request{Codec: tc.codec, Body: tc.body, Mode: condense.ModeFull, Scope: "s"})
 			if err != nil {

@@ -43,7 +43,7 @@ func TestSummarizeInPlace(t *testing.T) {
 			}))
 			defer srv.Close()
 			u, _ := url.Parse(srv.URL)
-			s := &Summarizer{Client: &Client{BaseURL: u}, Messages: &MessagesClient{BaseURL: u}, API: "chat"}
+			s := &Summarizer{Client: client(u, "chat"), Clients: []*Client{client(u, "messages")}, API: "chat"}
 			if !s.InPlace(codecOf("messages")) || s.InPlace(codecOf("responses")) {
 				t.Fatalf("InPlace: messages %v, responses %v", s.InPlace(codecOf("messages")), s.InPlace(codecOf("responses")))
 			}

@@ -1,5 +1,7 @@
-// Package llm is a minimal client for one non-streaming OpenAI-compatible
-// chat completion, used to write summaries.
+// Package llm is a minimal client for one non-streaming summary asked of
+// the upstream, in the API of a codec (view.SummaryAPI): the codec writes
+// the request and reads the answer's text; this package posts it with
+// the caller's credentials, bounds what it reads and reports failures.
 //
 // A Client is safe for concurrent use. Every call takes the caller's
 // context and credentials; the client keeps neither.
@@ -8,24 +10,28 @@ package llm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// Client calls {BaseURL}/v1/chat/completions.
+// Client asks summaries at {BaseURL}<the codec's summary path>.
 type Client struct {
 	// BaseURL is the upstream base, as the proxy uses it.
 	BaseURL *url.URL
 	// HTTP sends the request. Nil: http.DefaultClient.
 	HTTP *http.Client
+	// Codec is the API the client asks in; it must be a
+	// view.SummaryAPI.
+	Codec view.Codec
 }
 
-// Call is one completion request.
+// Call is one summary request.
 type Call struct {
 	Model       string
 	System      string
@@ -33,9 +39,8 @@ type Call struct {
 	MaxTokens   int
 	Credentials http.Header // Authorization and similar, copied onto the request
 	// Reasoning asks a reasoning model (OpenAI's o-series, gpt-5): the
-	// bound is sent as max_completion_tokens, with ReasoningHeadroom added
-	// for the reasoning it counts, and no temperature (they take only the
-	// default). Otherwise max_tokens and temperature 0.
+	// codec leaves room for its reasoning in the bound, and sets no
+	// temperature (they take only the default).
 	Reasoning bool
 	// Body, if set, is the whole request, built by the caller in the
 	// client's API (a summary asked in place: the conversation as the
@@ -44,81 +49,79 @@ type Call struct {
 	Body []byte
 }
 
-// ReasoningHeadroom is added to a reasoning model's bound: its reasoning
-// tokens count against max_completion_tokens, and an answer cut off while
-// still reasoning is empty.
-const ReasoningHeadroom = 8192
+// ReasoningHeadroom is added to a reasoning model's bound in chat
+// completions: its reasoning tokens count against the bound, and an
+// answer cut off while still reasoning is empty.
+const ReasoningHeadroom = view.ReasoningRoom
 
 // ErrEmpty is returned when the upstream answered without text.
-var ErrEmpty = errors.New("empty completion")
+var ErrEmpty = view.ErrNoText
 
 // maxAnswer bounds the answer body read.
 const maxAnswer = 4 << 20
 
-// Complete returns the assistant's text.
+// Complete returns the answer's text.
 func (c *Client) Complete(ctx context.Context, call Call) (string, error) {
-	payload := map[string]any{
-		"model":  call.Model,
-		"stream": false,
-		"messages": []map[string]string{
-			{"role": "system", "content": call.System},
-			{"role": "user", "content": call.User},
-		},
+	api, ok := c.Codec.(view.SummaryAPI)
+	if !ok {
+		return "", fmt.Errorf("summarizer: the %s API asks no summaries", format(c.Codec))
 	}
-	if call.Reasoning {
-		payload["max_completion_tokens"] = call.MaxTokens + ReasoningHeadroom
-	} else {
-		payload["max_tokens"] = call.MaxTokens
-		payload["temperature"] = 0
+	path, defaults := api.SummaryPath(call.Model)
+	body := call.Body
+	if body == nil {
+		var err error
+		body, err = api.SummaryRequest(view.Summary{Model: call.Model, System: call.System, User: call.User,
+			MaxTokens: call.MaxTokens, Reasoning: call.Reasoning})
+		if err != nil {
+			return "", fmt.Errorf("encoding summarizer request: %w", err)
+		}
 	}
-	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, "chat", "completions"), call.payload(payload), call.Credentials, nil)
+	var extra http.Header
+	for _, h := range defaults {
+		if call.Credentials.Get(h.Name) == "" {
+			if extra == nil {
+				extra = http.Header{}
+			}
+			extra.Add(h.Name, h.Value)
+		}
+	}
+	data, err := post(ctx, c.HTTP, endpoint(c.BaseURL, path), body, call.Credentials, extra)
 	if err != nil {
 		return "", err
 	}
-	var out struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return "", fmt.Errorf("decoding summarizer answer: %w", err)
-	}
-	if len(out.Choices) == 0 || strings.TrimSpace(out.Choices[0].Message.Content) == "" {
+	text, err := api.SummaryText(data)
+	switch {
+	case errors.Is(err, view.ErrNoText):
 		return "", ErrEmpty
+	case err != nil:
+		return "", fmt.Errorf("summarizer answer: %w", err)
 	}
-	return strings.TrimSpace(out.Choices[0].Message.Content), nil
+	return text, nil
 }
 
-// payload is what a call sends: its Body when it has one, built
-// otherwise.
-func (c Call) payload(built any) any {
-	if c.Body != nil {
-		return c.Body
+// format is c's Format(), "" for none.
+func format(c view.Codec) string {
+	if c == nil {
+		return ""
 	}
-	return built
+	return c.Format()
 }
 
-// endpoint is base's /v1/<path>, without doubling a base that ends in /v1.
-func endpoint(base *url.URL, path ...string) string {
+// endpoint is base's path (/v1/…), without doubling a base that ends in
+// /v1.
+func endpoint(base *url.URL, path string) string {
 	if strings.HasSuffix(strings.TrimSuffix(base.Path, "/"), "/v1") {
-		return base.JoinPath(path...).String()
-	}
-	return base.JoinPath(append([]string{"v1"}, path...)...).String()
-}
-
-// post sends payload as JSON to u with the caller's credentials (and the
-// extra headers), and returns the answer's body (at most maxAnswer bytes)
-// when the status is 200.
-func post(ctx context.Context, hc *http.Client, u string, payload any, creds, extra http.Header) ([]byte, error) {
-	body, ok := payload.([]byte)
-	if !ok {
-		var err error
-		if body, err = json.Marshal(payload); err != nil {
-			return nil, fmt.Errorf("encoding summarizer request: %w", err)
+		if rest, ok := strings.CutPrefix(path, "/v1/"); ok {
+			path = rest
 		}
 	}
+	return base.JoinPath(path).String()
+}
+
+// post sends body to u with the caller's credentials (and the extra
+// headers), and returns the answer's body (at most maxAnswer bytes) when
+// the status is 200.
+func post(ctx context.Context, hc *http.Client, u string, body []byte, creds, extra http.Header) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building summarizer request: %w", err)

@@ -29,7 +29,7 @@ func TestComplete(t *testing.T) {
 	defer srv.Close()
 	for _, base := range []string{srv.URL, srv.URL + "/v1", srv.URL + "/v1/"} {
 		u, _ := url.Parse(base)
-		c := &Client{BaseURL: u}
+		c := client(u, "chat")
 		out, err := c.Complete(context.Background(), Call{Model: "m", System: "s", User: "u", MaxTokens: 100, Credentials: http.Header{"Authorization": {"Bearer k"}}})
 		if err != nil || out != "the summary" {
 			t.Fatalf("%s: %q %v", base, out, err)
@@ -55,7 +55,7 @@ func TestCompleteFailures(t *testing.T) {
 	for name, h := range tests {
 		srv := httptest.NewServer(h)
 		u, _ := url.Parse(srv.URL)
-		_, err := (&Client{BaseURL: u}).Complete(context.Background(), Call{Model: "m"})
+		_, err := (client(u, "chat")).Complete(context.Background(), Call{Model: "m"})
 		srv.Close()
 		if err == nil {
 			t.Errorf("%s: no error", name)
@@ -79,7 +79,7 @@ func TestCompleteHonoursContext(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&Client{BaseURL: u}).Complete(ctx, Call{Model: "m"}); !errors.Is(err, context.Canceled) {
+	if _, err := (client(u, "chat")).Complete(ctx, Call{Model: "m"}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }
@@ -118,7 +118,7 @@ func TestReasoningModels(t *testing.T) {
 		{"gpt-5", func(string) bool { return false }, false},
 	} {
 		in.Model = tc.model
-		s := &Summarizer{Client: &Client{BaseURL: u}, Reasoning: tc.reasoning}
+		s := &Summarizer{Client: client(u, "chat"), Reasoning: tc.reasoning}
 		_, err := s.Summarize(context.Background(), in)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s (registry %v): err %v, want success %v", tc.model, tc.reasoning != nil, err, tc.ok)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/condense"
 )
 
@@ -36,14 +37,14 @@ func TestMessagesComplete(t *testing.T) {
 	defer srv.Close()
 	for _, base := range []string{srv.URL, srv.URL + "/v1"} {
 		u, _ := url.Parse(base)
-		c := &MessagesClient{BaseURL: u}
+		c := client(u, "messages")
 		text, err := c.Complete(context.Background(), Call{Model: "claude-haiku-4-5", System: "condense-proxy summarizer", User: "transcript", MaxTokens: 500,
 			Credentials: http.Header{"X-Api-Key": {"sk-ant-caller"}, "Anthropic-Beta": {"oauth-2025-04-20"}}})
 		if err != nil || text != "the summary continues" {
 			t.Fatalf("%s: %q %v", base, text, err)
 		}
 		if last.path != "/v1/messages" || last.header.Get("X-Api-Key") != "sk-ant-caller" || last.header.Get("Anthropic-Beta") != "oauth-2025-04-20" ||
-			last.header.Get("Anthropic-Version") != anthropicVersion {
+			last.header.Get("Anthropic-Version") != messages.APIVersion {
 			t.Fatalf("%s: path %s headers %v", base, last.path, last.header)
 		}
 		if last.payload["system"] != "condense-proxy summarizer" || last.payload["max_tokens"] != 500.0 || last.payload["thinking"] != nil {
@@ -51,7 +52,7 @@ func TestMessagesComplete(t *testing.T) {
 		}
 	}
 	u, _ := url.Parse(srv.URL)
-	c := &MessagesClient{BaseURL: u}
+	c := client(u, "messages")
 	c.Complete(context.Background(), Call{Model: "m", Credentials: http.Header{"Anthropic-Version": {"2099-01-01"}}})
 	if v := last.header.Values("Anthropic-Version"); len(v) != 1 || v[0] != "2099-01-01" {
 		t.Errorf("caller's version replaced: %v", v)
@@ -76,7 +77,7 @@ func TestSummarizerPicksMessages(t *testing.T) {
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	s := &Summarizer{Client: &Client{BaseURL: u}, Messages: &MessagesClient{BaseURL: u}}
+	s := &Summarizer{Client: client(u, "chat"), Clients: []*Client{client(u, "messages")}}
 	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "claude-sonnet-4-5", Codec: codecOf("messages")}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 )
 
@@ -35,14 +36,14 @@ func TestResponsesComplete(t *testing.T) {
 		maxTokens   float64
 	}{
 		{"gpt-4.1-mini", true, 100},
-		{"gpt-5-codex", false, 100 + reasoningAllowance},
-		{"openai/o4-mini", false, 100 + reasoningAllowance},
+		{"gpt-5-codex", false, 100 + responses.SummaryReasoningRoom},
+		{"openai/o4-mini", false, 100 + responses.SummaryReasoningRoom},
 		{"gpt-5-chat-latest", true, 100},
 	}
 	for _, base := range []string{srv.URL, srv.URL + "/v1", srv.URL + "/v1/"} {
 		for _, tc := range tests {
 			u, _ := url.Parse(base)
-			c := &ResponsesClient{BaseURL: u}
+			c := client(u, "responses")
 			out, err := c.Complete(context.Background(), Call{Model: tc.model, System: "the prompt", User: "the text", MaxTokens: 100, Credentials: http.Header{"Authorization": {"Bearer k"}}})
 			if err != nil || out != "the summary continues" {
 				t.Fatalf("%s %s: %q %v", base, tc.model, out, err)
@@ -73,7 +74,7 @@ func TestResponsesCompleteFailures(t *testing.T) {
 	for name, answer := range tests {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, answer) }))
 		u, _ := url.Parse(srv.URL)
-		_, err := (&ResponsesClient{BaseURL: u}).Complete(context.Background(), Call{Model: "m"})
+		_, err := (client(u, "responses")).Complete(context.Background(), Call{Model: "m"})
 		srv.Close()
 		if err == nil {
 			t.Errorf("%s: no error", name)
@@ -85,12 +86,12 @@ func TestResponsesCompleteFailures(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(400) }))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
-	if _, err := (&ResponsesClient{BaseURL: u}).Complete(context.Background(), Call{Model: "m"}); err == nil {
+	if _, err := (client(u, "responses")).Complete(context.Background(), Call{Model: "m"}); err == nil {
 		t.Error("status 400: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := (&ResponsesClient{BaseURL: u}).Complete(ctx, Call{Model: "m"}); !errors.Is(err, context.Canceled) {
+	if _, err := (client(u, "responses")).Complete(ctx, Call{Model: "m"}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -125,7 +126,7 @@ func TestSummarizerDispatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		paths = nil
-		s := &Summarizer{Client: &Client{BaseURL: u}, Responses: &ResponsesClient{BaseURL: u}, API: tc.api}
+		s := &Summarizer{Client: client(u, "chat"), Clients: []*Client{client(u, "responses")}, API: tc.api}
 		if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Prompt: "p", Text: "t", Level: 1, MaxTokens: 10, Codec: codecOf(tc.format)}); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestSummarizerDispatch(t *testing.T) {
 	}
 	// Without a Responses client every summary goes through chat.
 	paths = nil
-	s := &Summarizer{Client: &Client{BaseURL: u}}
+	s := &Summarizer{Client: client(u, "chat")}
 	if _, err := s.Summarize(context.Background(), condense.SummaryInput{Model: "gpt-5", Codec: codecOf("responses")}); err != nil || paths[0] != "/v1/chat/completions" {
 		t.Fatalf("%v %v", err, paths)
 	}

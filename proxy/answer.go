@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // KeepAlive is told of every request a condensing route forwards, with
@@ -24,9 +26,12 @@ type KeepAliveRequest struct {
 	Scope        string // the caller's scope
 	Conversation string // the engine's conversation id within it
 	Format       string // the wire format (chat, messages, responses)
-	Model        string
-	Path         string // the request's path, under the upstream's base
-	RawQuery     string // its query, without "?"
+	// Codec is the route's codec: it reads the answers (view.Meter)
+	// and writes requests of its format.
+	Codec    view.Codec
+	Model    string
+	Path     string // the request's path, under the upstream's base
+	RawQuery string // its query, without "?"
 	// Header is a copy of the headers forwarded (the caller's
 	// credentials included): the receiver owns it.
 	Header http.Header
@@ -74,6 +79,7 @@ func (p *Proxy) keepAlive(r *http.Request, body []byte) (*http.Request, func()) 
 		Scope:        ri.scope,
 		Conversation: rep.Conversation,
 		Format:       rep.Format,
+		Codec:        ri.codec,
 		Model:        rep.Model,
 		Path:         r.URL.Path,
 		RawQuery:     r.URL.RawQuery,

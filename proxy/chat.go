@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -269,8 +268,12 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, code
 	for _, hd := range res.Headers {
 		addListHeader(r.Header, hd.Name, hd.Value)
 	}
-	if p.opts.StripContextManagement && codec.Format() == messages.Format {
-		return stripContextManagement(res.Body, r.Header), true
+	if s, ok := codec.(view.Stripper); ok && p.opts.StripContextManagement {
+		body, remove := s.StripExtras(res.Body)
+		for _, hd := range remove {
+			removeListHeader(r.Header, hd.Name, hd.Value)
+		}
+		return body, true
 	}
 	return res.Body, true
 }

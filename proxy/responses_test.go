@@ -21,6 +21,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/llm"
@@ -374,7 +376,7 @@ func TestResponsesSummariesAskedInResponsesFormat(t *testing.T) {
 	counter := tokenizer.New(tokenizer.Options{})
 	eng := condense.New(condense.Deps{Counter: counter, Models: condense.ModelsFunc(func(string) condense.ModelLimits {
 		return condense.ModelLimits{Window: 16000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
-	}), Summarizer: &llm.Summarizer{Client: &llm.Client{BaseURL: u}, Responses: &llm.ResponsesClient{BaseURL: u}}},
+	}), Summarizer: &llm.Summarizer{Client: &llm.Client{BaseURL: u, Codec: chat.New(nil)}, Clients: []*llm.Client{{BaseURL: u, Codec: responses.New(nil)}}}},
 		condense.Options{Summarizer: "llm", ChunkTokens: 2000, SummaryBudgetTokens: 2000, MaxSummarizerCalls: 1000})
 	p := httptest.NewServer(New(Options{Upstream: u, Condenser: eng, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer p.Close()

@@ -16,6 +16,17 @@
 // digests and a window are one splice of the body as received (Compose
 // maps an edit planned on a digested copy onto it). The engine never learns a format's field names: adding a
 // format is adding a codec.
+//
+// A codec owns every byte of its format in both directions. Besides
+// Codec, it has optional capabilities, each a small interface found by
+// type assertion: Deriver (the scan of an edited body, from the edit),
+// Finisher (a last adjustment of a condensed body), Asker (a summary
+// asked in place), Tools (the tool the proxy answers itself), Meter (the
+// upstream's answers: end of turn, failure, tool calls, usage), Pinger
+// (keep-alive pings), SummaryAPI (summary requests and their answers),
+// Stripper (fields some upstreams refuse) and Sniffer (whose request a
+// body is). No package outside codec/ spells a format's field names
+// (internal/formatnames checks it).
 package view
 
 import (

@@ -265,3 +265,38 @@ func TestOfflineCondenseResponses(t *testing.T) {
 		t.Fatal("--format xml accepted")
 	}
 }
+
+// TestOfflineDetectsFormat: with --format auto the codecs say whose
+// request a body is — Responses (an input and no messages, a single turn
+// too), Messages (a top-level system, or its blocks), chat otherwise.
+func TestOfflineDetectsFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, format string
+	}{
+		{"responses", `{"model":"gpt-5","input":[{"role":"user","content":"hi"}]}`, "responses"},
+		// Nothing to count, so no format reported; taken for another
+		// format's, it would be refused.
+		{"responses, one turn", `{"model":"gpt-5","input":"hi"}`, ""},
+		{"messages with a system", `{"model":"claude-sonnet-4-5","max_tokens":10,"system":"s","messages":[{"role":"user","content":"hi"}]}`, "messages"},
+		{"messages by its blocks", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Read","input":{}}]},` +
+			`{"role":"user","content":[{"type": "tool_result","tool_use_id":"t","content":"x"}]}]}`, "messages"},
+		{"chat", `{"model":"gpt-4o","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}]}`, "chat"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "req.json")
+			if err := os.WriteFile(file, []byte(tc.body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, errb bytes.Buffer
+			if err := Main(context.Background(), []string{"condense", file}, &out, &errb, nil); err != nil {
+				t.Fatalf("%v\n%s", err, errb.String())
+			}
+			var rep struct{ Format string }
+			json.Unmarshal(errb.Bytes(), &rep)
+			if out.String() != tc.body || rep.Format != tc.format {
+				t.Fatalf("format %q, want %q; forwarded %s", rep.Format, tc.format, out.String())
+			}
+		})
+	}
+}

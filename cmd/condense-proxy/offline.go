@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,7 +17,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/app"
-	"github.com/condense-proxy/condense-proxy/jsonscan"
+	"github.com/condense-proxy/condense-proxy/proxy"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -76,10 +75,7 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if !condense.ValidMode(*mode) {
 		return fmt.Errorf("condense: --mode %q is not one of %s", *mode, strings.Join(condense.Modes, ", "))
 	}
-	if *format == "auto" {
-		*format = detectFormat(body)
-	}
-	if *format != "chat" && *format != "responses" && *format != "messages" {
+	if *format != "auto" && *format != "chat" && *format != "responses" && *format != "messages" {
 		return fmt.Errorf("condense: --format %q is not auto, chat, messages or responses", *format)
 	}
 	cfg := config.Defaults()
@@ -128,20 +124,19 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("condense: %w", err)
 	}
 	defer a.Close(context.WithoutCancel(ctx))
-	codec := a.Codecs.Chat
+	codec := pickCodec(*format, body, a.Codecs)
 	want := "a chat completions request (no messages array)"
-	switch *format {
+	switch codec.Format() {
 	case "messages":
-		codec, want = a.Codecs.Messages, "an Anthropic Messages request (no messages array)"
+		want = "an Anthropic Messages request (no messages array)"
 	case "responses":
-		codec, want = a.Codecs.Responses, "a Responses request (no input array)"
+		want = "a Responses request (no input array)"
 	}
-	if _, err := codec.Scan(body, func(string) string { return tokenizer.O200kBase }); errors.Is(err, view.ErrNotRequest) {
-		// A single-turn Responses request (a string input) is a request
-		// with nothing to condense: it goes through unchanged.
-		if *format != "responses" || gjson.GetBytes(body, "input").Type != gjson.String {
-			return fmt.Errorf("condense: %s is not %s", name, want)
-		}
+	if _, err := codec.Scan(body, func(string) string { return tokenizer.O200kBase }); errors.Is(err, view.ErrNotRequest) &&
+		!errors.Is(err, view.ErrSingleTurn) {
+		// (A single turn is a request with nothing to condense: it goes
+		// through unchanged.)
+		return fmt.Errorf("condense: %s is not %s", name, want)
 	}
 	res, err := a.Engine.Condense(ctx, condense.Request{Body: body, Codec: codec, Mode: *mode, Force: *force, Scope: "offline", Credentials: creds})
 	if err != nil {
@@ -160,26 +155,22 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return nil
 }
 
-// detectFormat names the wire format of a request body: responses when it
-// has an input array and no messages; messages when it has a top-level
-// system (chat puts it in a message) or a block only Anthropic's format
-// has (tool_use, tool_result, thinking); chat otherwise.
-func detectFormat(body []byte) string {
-	obj, ok := jsonscan.ScanObject(body, "input")
-	_, msgs := obj.Get("messages")
-	if ok && obj.Array[1] > 0 && !msgs {
-		return "responses"
+// pickCodec returns the codec of format, or, for auto, of the first
+// format whose codec claims the body (view.Sniffer): Responses, then
+// Messages; chat completions when none does.
+func pickCodec(format string, body []byte, cs proxy.Codecs) view.Codec {
+	all := []view.Codec{cs.Responses, cs.Messages, cs.Chat}
+	for _, c := range all {
+		if c.Format() == format {
+			return c
+		}
 	}
-	if !msgs && gjson.GetBytes(body, "input").Type == gjson.String {
-		return "responses" // a single turn
+	if format == "auto" {
+		for _, c := range all {
+			if s, ok := c.(view.Sniffer); ok && s.Sniff(body) {
+				return c
+			}
+		}
 	}
-	if _, sys := obj.Get("system"); sys {
-		return "messages"
-	}
-	if anthropicBlocks.Match(body) {
-		return "messages"
-	}
-	return "chat"
+	return cs.Chat
 }
-
-var anthropicBlocks = regexp.MustCompile(`"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"`)

@@ -22,6 +22,9 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
+// Format is the codec's wire format name.
+const Format = "chat"
+
 // Codec reads and writes chat-completions requests.
 type Codec struct {
 	counter *tokenizer.Counter
@@ -33,7 +36,7 @@ var _ view.Codec = (*Codec)(nil)
 func New(counter *tokenizer.Counter) *Codec { return &Codec{counter: counter} }
 
 // Format implements view.Codec.
-func (*Codec) Format() string { return "chat" }
+func (*Codec) Format() string { return Format }
 
 type tooMany struct{ error }
 

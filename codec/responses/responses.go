@@ -62,9 +62,13 @@ func (*Codec) Format() string { return Format }
 //
 // A body that is not a JSON object, has an escaped top-level key (it may
 // decode to one the scan looks for), or whose input is absent or a plain
-// string (a single turn: nothing to condense) is view.ErrNotRequest.
+// string (a single turn: nothing to condense, view.ErrSingleTurn) is
+// view.ErrNotRequest.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
 	r, obj, enc, err := items.Scan(c.counter, body, "input", "responses-item", true, encodingFor, c.countItem)
+	if errors.Is(err, view.ErrNotRequest) && singleTurn(body) {
+		return nil, view.ErrSingleTurn
+	}
 	if err != nil {
 		return nil, err
 	}

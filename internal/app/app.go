@@ -46,6 +46,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/ui"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // Server timeouts. A client has ReadHeaderTimeout to send its request
@@ -389,10 +390,10 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		if sum == nil {
 			reg := a.Registry
 			hc := &http.Client{Transport: transport}
+			client := func(c view.Codec) *llm.Client { return &llm.Client{BaseURL: a.Upstream, HTTP: hc, Codec: c} }
 			sum = &llm.Summarizer{
-				Client:    &llm.Client{BaseURL: a.Upstream, HTTP: hc},
-				Responses: &llm.ResponsesClient{BaseURL: a.Upstream, HTTP: hc},
-				Messages:  &llm.MessagesClient{BaseURL: a.Upstream, HTTP: hc},
+				Client:    client(a.Codecs.Chat),
+				Clients:   []*llm.Client{client(a.Codecs.Responses), client(a.Codecs.Messages)},
 				API:       cfg.Condense.SummaryAPI,
 				Reasoning: func(model string) bool { return reg.Lookup(model).Reasoning },
 			}

@@ -65,7 +65,7 @@ type keepAliveHook struct{ k *keepalive.Keeper }
 
 func (h keepAliveHook) Forwarded(ctx context.Context, r proxy.KeepAliveRequest) proxy.AnswerObserver {
 	w := h.k.Forwarded(ctx, keepalive.Request{
-		Scope: r.Scope, Conversation: r.Conversation, Format: r.Format, Model: r.Model,
+		Scope: r.Scope, Conversation: r.Conversation, Codec: r.Codec, Model: r.Model,
 		Path: r.Path, RawQuery: r.RawQuery, Header: r.Header, Body: r.Body, Tokens: r.Tokens,
 	})
 	if w == nil {
