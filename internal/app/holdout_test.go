@@ -176,3 +176,54 @@ func TestHoldoutShare(t *testing.T) {
 		}
 	}
 }
+
+// TestPageDollars: the page's conversations carry their bill in dollars
+// at the registry's input price for their model (gpt-4o: $2.50 per
+// million tokens), and null — "unknown price" — for a model the registry
+// has no price for.
+func TestPageDollars(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.ScopeSecret = "the team's scope secret"
+	cfg.Condense.Summarizer = "extractive"
+	a := newApp(t, &cfg, fakeupstream.New(), app.Options{})
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	sess, _ := corpus.Synthetic(7, 20_000)
+	for _, model := range []string{"gpt-4o", "team-local-model"} {
+		body, err := sess.Request(model, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(body), "Authorization", "Bearer sk-"+model)
+	}
+	waitRecorded(t, srv.URL, http.Header{}, 2)
+	resp, err := http.Get(srv.URL + "/ui/api/conversations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Conversations []struct {
+			Model    string   `json:"model"`
+			Bill     float64  `json:"bill"`
+			BillUSD  *float64 `json:"bill_usd"`
+			Unpriced int      `json:"unpriced"`
+		} `json:"conversations"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list.Conversations) != 2 {
+		t.Fatalf("%d conversations (%v)", len(list.Conversations), err)
+	}
+	for _, c := range list.Conversations {
+		switch c.Model {
+		case "gpt-4o":
+			if want := c.Bill * 2.5 / 1e6; c.Bill <= 0 || c.BillUSD == nil || *c.BillUSD < want*0.999 || *c.BillUSD > want*1.001 {
+				t.Errorf("gpt-4o: bill %v, in dollars %v, want %v", c.Bill, c.BillUSD, want)
+			}
+		default:
+			if c.BillUSD != nil || c.Unpriced != 1 {
+				t.Errorf("%s: bill in dollars set %v, unpriced %d; want null (unknown price) and 1", c.Model, c.BillUSD != nil, c.Unpriced)
+			}
+		}
+	}
+}
