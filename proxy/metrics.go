@@ -162,7 +162,8 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Help: "Estimated input bill of the requests forwarded, in units of the input price, per model family and arm (condense.holdout_share); the holdout arm's is of the requests as received.",
 	}, []string{"family", "arm"})
 	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "condense_tokens_saved_total", Help: "Tokens removed from forwarded requests by condensing.",
+		Name: "condense_tokens_saved_total",
+		Help: "Tokens removed from forwarded requests by condensing, summed per request: a conversation's removed tokens count again on each later request, so this is not a saving (the saving is condense_bill_estimated_total's uncondensed less forwarded).",
 	})
 	m.summarizer = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "condense_summarizer_call_seconds", Help: "Summarizer calls by outcome, with latency.",

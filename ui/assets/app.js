@@ -265,7 +265,9 @@ function renderCards(ov) {
   $('#cards').replaceChildren(
     stat('Requests', num(t.requests), (t.errors ? plural(t.errors, 'error') + ' · ' : '') + plural(ov.conversations, 'conversation')),
     stat('Condensed', num(condensed), pct(condensed, t.requests) + ' · full ' + num(a.full) + ' · selective ' + num(a.selective) + ' · window ' + num(a.truncate)),
-    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded · saved ' + pct(savedTokens, t.tokens_received)),
+    // Tokens not sent are summed per request: a conversation condensed once counts its removed tokens again on
+    // every later request, which would mostly have been cheap cache reads. The saving is the bill's, below.
+    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded, summed per request · ' + pct(savedTokens, t.tokens_received) + ' not sent (not a saving: see the bill)'),
     stat('Bill (estimated)', bill(t.bill_uncondensed) + ' → ' + bill(t.bill),
       saved(ov.bill_saving) + ' · uncondensed → forwarded, in input tokens\' worth', ov.bill_saving < 0 ? 'warn' : ''),
     stat('Bill in dollars (estimated)', t.priced > 0 ? usd(t.bill_uncondensed_usd) + ' → ' + usd(t.bill_usd) : 'unknown price',
@@ -356,7 +358,7 @@ function renderModels(ov) {
     h('td', { class: 'num' }, frac(m.cache_read_share))));
   $('#models').replaceChildren(rows.length ? h('table', {},
     h('thead', {}, h('tr', {}, h('th', {}, 'model'), h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'condensed'),
-      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num' }, 'tokens saved'),
+      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num', title: 'tokens not sent, summed per request: not a saving (see bill saved)' }, 'not sent'),
       h('th', { class: 'num', title: 'estimated bill had the requests gone as received, in input tokens\' worth' }, 'bill uncondensed'),
       h('th', { class: 'num', title: 'estimated bill of the requests forwarded, in input tokens\' worth' }, 'bill forwarded'),
       h('th', { class: 'num' }, 'bill saved'),
