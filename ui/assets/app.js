@@ -266,7 +266,7 @@ function renderCards(ov) {
     stat('Requests', num(t.requests), (t.errors ? plural(t.errors, 'error') + ' · ' : '') + plural(ov.conversations, 'conversation')),
     stat('Condensed', num(condensed), pct(condensed, t.requests) + ' · full ' + num(a.full) + ' · selective ' + num(a.selective) + ' · window ' + num(a.truncate)),
     // Tokens not sent are summed per request: a conversation condensed once counts its removed tokens again on
-    // every later request, which would mostly have been cheap cache reads. The saving is the bill's, below.
+    // every later request, which would mostly have been cheap prompt-cache reads. The saving is the bill's, below.
     stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded, summed per request · ' + pct(savedTokens, t.tokens_received) + ' not sent (not a saving: see the bill)'),
     stat('Bill (estimated)', bill(t.bill_uncondensed) + ' → ' + bill(t.bill),
       saved(ov.bill_saving) + ' · uncondensed → forwarded, in input tokens\' worth', ov.bill_saving < 0 ? 'warn' : ''),
@@ -401,7 +401,7 @@ function renderConvs(r) {
   h('td', { class: 'num', title: billExact(c.bill_uncondensed) + ' uncondensed → ' + billExact(c.bill) + ' forwarded' + (c.observed ? '; auto would bill ' + billExact(c.would_bill) : '') },
     bill(c.bill), ' ', h('span', { class: 'muted' + (c.bill_saving < 0 ? ' worse' : '') }, '(' + frac(c.bill_saving) + ')'),
     h('div', { class: 'muted' }, usd(c.bill_usd)),
-    c.observed ? h('div', { class: 'muted' }, (c.arm === 'holdout' ? 'condensed' : 'auto') + ': ' + bill(c.would_bill) + ' (' + frac(c.observe_saving) + ')') : ''),
+    c.observed ? h('div', { class: 'muted' }, (c.arm === 'holdout' ? 'if condensed' : 'auto') + ': ' + bill(c.would_bill) + ' (' + frac(c.observe_saving) + ')') : ''),
   h('td', { class: 'badges' }, h('span', { class: 'badge ' + c.applied }, c.applied),
     c.arm === 'holdout' ? h('span', { class: 'badge', title: 'holdout arm (condense.holdout_share): forwarded as received' }, ' holdout') : '', c.degraded ? h('span', { class: 'badge degraded', title: 'degraded requests' }, ' ' + c.degraded + ' degraded') : ''),
   h('td', { class: 'num' }, num(c.condensed))));
