@@ -212,7 +212,7 @@ type Options struct {
 	// extractive. 0: 0.02. Negative: never the LLM in auto.
 	AutoLLMShare float64
 	// HoldoutShare is the share of conversations, in [0, 1], forwarded
-	// as received — the holdout arm, chosen by InHoldout — while what
+	// as received — the holdout arm, chosen by inHoldout — while what
 	// their mode would have forwarded is reported (holdout.go). 0: none.
 	HoldoutShare float64
 }

@@ -30,11 +30,11 @@ const (
 // strings.
 const holdoutSalt = "condense-proxy holdout arm\x00"
 
-// InHoldout reports whether conversation conv of the caller with scope
+// inHoldout reports whether conversation conv of the caller with scope
 // falls in the holdout arm at share (in [0, 1]): the hash of both, as a
 // fraction of its range, is below share. Pure: the same answer on every
 // replica and after restarts.
-func InHoldout(share float64, scope, conv string) bool {
+func inHoldout(share float64, scope, conv string) bool {
 	if !(share > 0) {
 		return false
 	}
@@ -57,7 +57,7 @@ func (e *Engine) armOf(req Request, mode, conv string) string {
 	if e.opts.HoldoutShare <= 0 || req.observing || mode == ModeOff || mode == ModeObserve {
 		return ""
 	}
-	if InHoldout(e.opts.HoldoutShare, req.Scope, conv) {
+	if inHoldout(e.opts.HoldoutShare, req.Scope, conv) {
 		return ArmHoldout
 	}
 	return ArmCondensed

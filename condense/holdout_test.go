@@ -116,10 +116,10 @@ func TestInHoldoutShare(t *testing.T) {
 	n, differ := 0, 0
 	for i := range 10000 {
 		conv := fmt.Sprintf("%016x", i*7919)
-		if InHoldout(0.2, "a", conv) {
+		if inHoldout(0.2, "a", conv) {
 			n++
 		}
-		if InHoldout(0.5, "a", conv) != InHoldout(0.5, "b", conv) {
+		if inHoldout(0.5, "a", conv) != inHoldout(0.5, "b", conv) {
 			differ++
 		}
 	}
