@@ -19,9 +19,17 @@ import (
 func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
 	start := e.now()
 	if req.Mode == ModeObserve && !req.CountOnly {
-		return e.observeRequest(ctx, req, start)
+		return e.observeRequest(ctx, req, start, false)
 	}
-	res, fwd, _, err := e.run(ctx, req)
+	res, fwd, in, err := e.run(ctx, req)
+	if res.Report.Arm == ArmHoldout && !req.CountOnly && err == nil && in != nil {
+		// The holdout arm: observe mode for this conversation
+		// (holdout.go), on the count already made.
+		req.scanned = in
+		res, err = e.observeRequest(ctx, req, start, true)
+		redactReport(&res.Report, req.Credentials)
+		return res, err
+	}
 	if fwd != nil && !req.CountOnly {
 		e.bill(ctx, req.Scope, &res.Report, fwd)
 	} else if fwd != nil {
@@ -75,10 +83,15 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		return res, fwd, in, nil
 	}
 	var lim ModelLimits
-	vr, err := codec.Scan(req.Body, func(model string) string {
-		lim = e.models.Limits(model)
-		return lim.Encoding
-	})
+	vr, err := req.scanned, error(nil)
+	if vr != nil {
+		lim = e.models.Limits(vr.Model)
+	} else {
+		vr, err = codec.Scan(req.Body, func(model string) string {
+			lim = e.models.Limits(model)
+			return lim.Encoding
+		})
+	}
 	if errors.Is(err, view.ErrNotRequest) {
 		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
 		return res, fwd, in, nil
@@ -100,11 +113,19 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	r.safety = lim.SafetyFactor
 	r.prices = pricesOf(lim)
 	r.Family = lim.Family
+	r.InputPrice = lim.InputPrice
 	fwd, in = vr, vr
 
 	mode := req.Mode
 	if mode == "" {
 		mode = ModeAuto
+	}
+	if r.Arm = e.armOf(req, mode, r.Conversation); r.Arm == ArmHoldout {
+		// Forwarded as received (Condense runs the would-be request on
+		// the side; a count-only request counts what goes: this body).
+		r.Reason = "holdout arm (condense.holdout_share)"
+		r.AsReceived = true
+		return res, fwd, in, nil
 	}
 	over := r.TokensBefore > r.Trigger
 	if vr.Compaction != "" {

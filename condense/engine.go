@@ -97,6 +97,9 @@ type ModelLimits struct {
 	// MinCachedPrefix is the shortest prefix the provider caches, in
 	// tokens; 0: 1024.
 	MinCachedPrefix int
+	// InputPrice is the model's input price in USD per million tokens,
+	// carried to the report for showing dollars; 0: unknown.
+	InputPrice float64
 }
 
 // Models resolves a model name to its limits.
@@ -214,6 +217,10 @@ type Options struct {
 	// uncondensed so far (estimated); past it, its summaries are
 	// extractive. 0: 0.02. Negative: never the LLM in auto.
 	AutoLLMShare float64
+	// HoldoutShare is the share of conversations, in [0, 1], forwarded
+	// as received — the holdout arm, chosen by inHoldout — while what
+	// their mode would have forwarded is reported (holdout.go). 0: none.
+	HoldoutShare float64
 }
 
 func (o *Options) defaults() {
@@ -299,6 +306,9 @@ type Request struct {
 	// observing: the would-be run of observe mode (CountOnly, with its
 	// decisions kept in a namespace of their own).
 	observing bool
+	// scanned, when set, is Body already scanned by Codec (a holdout
+	// request's would-be run reuses its count).
+	scanned *view.Request
 }
 
 // Slot is a hold on one of a bounded number of places.
@@ -381,6 +391,16 @@ type Report struct {
 	// AgentCompaction names the agent whose own compaction request this
 	// was ("" when it was none): see compaction.go.
 	AgentCompaction string
+	// Arm is the request's arm when a holdout share is set
+	// (Options.HoldoutShare): ArmHoldout, forwarded as received and
+	// reported as observe mode reports (Applied "observe", Would*), or
+	// ArmCondensed; "" when there is no holdout share, the mode was off
+	// or observe, or the body was not counted.
+	Arm string
+	// InputPrice is the model's input price in USD per million tokens
+	// (the registry's, or the gateway's); 0: unknown. Bill ×
+	// InputPrice / 1e6 is the bill in dollars.
+	InputPrice float64
 	// AsReceived is set when the request was to be condensed (over the
 	// threshold or max_messages, forced, or under it with eager digests)
 	// or could not be touched, and goes exactly as received instead

@@ -18,13 +18,21 @@ import (
 // It is how a team measures the savings on its own traffic before it
 // turns condensing on.
 
-// observeRequest handles a request in observe mode.
-func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Time) (Result, error) {
+// observeRequest handles a request in observe mode, or one of a holdout
+// conversation (holdout.go): the mode it asked, not auto, is what it
+// would have had.
+func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Time, holdout bool) (Result, error) {
 	would := req
-	would.Mode, would.CountOnly, would.observing = ModeAuto, true, true
+	if !holdout || would.Mode == "" {
+		would.Mode = ModeAuto
+	}
+	would.CountOnly, would.observing = true, true
 	wres, wfwd, in, err := e.run(ctx, would)
 	res := Result{Body: req.Body, Report: wres.Report}
 	r := &res.Report
+	if holdout {
+		r.Arm, r.AsReceived = ArmHoldout, true
+	}
 	if err != nil || in == nil {
 		r.Applied, r.TokensAfter = AppliedNone, r.TokensBefore
 		r.Duration = e.now().Sub(start)
@@ -32,7 +40,11 @@ func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Tim
 	}
 	r.WouldApply, r.WouldTokensAfter = r.Applied, r.TokensAfter
 	r.Applied, r.TokensAfter = AppliedObserve, r.TokensBefore
-	r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+	if holdout {
+		r.Reason = "holdout arm (condense.holdout_share): forwarded as received; " + would.Mode + " would have: " + r.Reason
+	} else {
+		r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+	}
 	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
 	r.SummariesCached, r.SummariesMade = 0, 0
 	e.bill(ctx, req.Scope, r, in)

@@ -183,6 +183,12 @@ type Condense struct {
 	// expected to follow; at the hard limit (the window less the model's
 	// max_output_tokens) it condenses.
 	Defer bool
+	// HoldoutShare is the share of conversations, in [0, 1], forwarded
+	// as received (the holdout arm) while the proxy computes what it
+	// would have done, chosen by a hash of the caller's scope and the
+	// conversation: the same on every replica and after restarts. 0 (the
+	// default): none.
+	HoldoutShare float64
 }
 
 // Selective configures selective condensing of old tool outputs.

@@ -419,3 +419,30 @@ const testUpstream = "http://upstream.test"
 func withUpstream(env ...string) []string {
 	return append([]string{EnvName("upstream") + "=" + testUpstream}, env...)
 }
+
+// TestHoldoutShare: condense.holdout_share is read from the file, the
+// environment and its flag, defaults to 0 (no holdout arm), and a share
+// outside [0, 1] is refused by name.
+func TestHoldoutShare(t *testing.T) {
+	if d := Defaults(); d.Condense.HoldoutShare != 0 {
+		t.Errorf("default %v, want 0", d.Condense.HoldoutShare)
+	}
+	for name, load := range map[string]func() (*Config, error){
+		"yaml": func() (*Config, error) {
+			return Load(flags(t, "--config", writeFile(t, "condense:\n  holdout_share: 0.5\n")), withUpstream())
+		},
+		"env":  func() (*Config, error) { return Load(nil, withUpstream("CONDENSE_CONDENSE_HOLDOUT_SHARE=0.5")) },
+		"flag": func() (*Config, error) { return Load(flags(t, "--holdout-share=0.5"), withUpstream()) },
+	} {
+		c, err := load()
+		if err != nil || c.Condense.HoldoutShare != 0.5 {
+			t.Errorf("%s: %v, %v", name, c, err)
+		}
+	}
+	for _, bad := range []string{"1.5", "-0.1"} {
+		_, err := Load(nil, withUpstream("CONDENSE_CONDENSE_HOLDOUT_SHARE="+bad))
+		if err == nil || !strings.Contains(err.Error(), "condense.holdout_share:") {
+			t.Errorf("holdout_share %s: %v, want it refused by name", bad, err)
+		}
+	}
+}

@@ -32,6 +32,9 @@ const (
 	// Observe mode: what auto would have applied and forwarded.
 	HeaderWouldApply       = "X-Condense-Would-Apply"
 	HeaderWouldTokensAfter = "X-Condense-Would-Tokens-After"
+	// HeaderArm names the request's arm when condense.holdout_share is
+	// set: holdout (forwarded as received) or condensed.
+	HeaderArm = "X-Condense-Arm"
 )
 
 // condensing returns the handler of a condensing route: the body is read,
@@ -255,6 +258,9 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, code
 		}
 		if rep.Deferred != "" {
 			h.Set(HeaderDeferred, rep.Deferred)
+		}
+		if rep.Arm != "" {
+			h.Set(HeaderArm, rep.Arm)
 		}
 		if rep.Applied == condense.AppliedObserve {
 			h.Set(HeaderWouldApply, rep.WouldApply)

@@ -33,6 +33,9 @@ type Metrics struct {
 	inputTokens, uncondensedTokens *prometheus.CounterVec
 	bill                           *prometheus.CounterVec
 	observeTokens, observeBill     *prometheus.CounterVec
+	// The holdout arm (condense.holdout_share): requests counted and
+	// their estimated bill, per arm.
+	armRequests, armBill *prometheus.CounterVec
 	// The recall tool: calls answered by outcome, items returned.
 	recalls       *prometheus.CounterVec
 	recalledItems prometheus.Counter
@@ -44,6 +47,9 @@ func (m *Metrics) observeReport(rep condense.Report) {
 	m.tokens.WithLabelValues("received").Add(float64(rep.TokensBefore))
 	m.tokens.WithLabelValues("forwarded").Add(float64(rep.TokensAfter))
 	m.forwarded.WithLabelValues(applied).Add(float64(rep.TokensAfter))
+	if rep.Arm != "" {
+		m.armRequests.WithLabelValues(rep.Arm).Inc()
+	}
 	if rep.PrefixReused > 0 {
 		m.prefixReused.WithLabelValues(applied).Add(float64(rep.PrefixReused))
 	}
@@ -63,6 +69,9 @@ func (m *Metrics) observeBilled(rep condense.Report) {
 	m.uncondensedTokens.WithLabelValues(family, "cache_write").Add(float64(rep.UncondensedWrite))
 	m.bill.WithLabelValues(family, applied, "forwarded").Add(rep.Bill)
 	m.bill.WithLabelValues(family, applied, "uncondensed").Add(rep.BillUncondensed)
+	if rep.Arm != "" {
+		m.armBill.WithLabelValues(family, rep.Arm).Add(rep.Bill)
+	}
 	if applied == condense.AppliedObserve {
 		m.observeTokens.WithLabelValues(family, "cache_read").Add(float64(rep.WouldCacheRead))
 		m.observeTokens.WithLabelValues(family, "cache_write").Add(float64(rep.WouldCacheWrite))
@@ -144,8 +153,17 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_observe_bill_estimated_total",
 		Help: "Observe mode: estimated bill of what auto would have forwarded (would) and of what was forwarded (received), in units of the input price.",
 	}, []string{"family", "bill"})
+	m.armRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_arm_requests_total",
+		Help: "Requests counted per arm when condense.holdout_share is set: holdout (forwarded as received) or condensed.",
+	}, []string{"arm"})
+	m.armBill = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_arm_bill_estimated_total",
+		Help: "Estimated input bill of the requests forwarded, in units of the input price, per model family and arm (condense.holdout_share); the holdout arm's is of the requests as received.",
+	}, []string{"family", "arm"})
 	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "condense_tokens_saved_total", Help: "Tokens removed from forwarded requests by condensing.",
+		Name: "condense_tokens_saved_total",
+		Help: "Tokens removed from forwarded requests by condensing, summed per request: a conversation's removed tokens count again on each later request, so this is not a saving (the saving is condense_bill_estimated_total's uncondensed less forwarded).",
 	})
 	m.summarizer = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "condense_summarizer_call_seconds", Help: "Summarizer calls by outcome, with latency.",
@@ -160,7 +178,7 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 	})
 	reg.MustRegister(m.recalls, m.recalledItems)
 	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer, m.forwarded, m.prefixReused,
-		m.inputTokens, m.uncondensedTokens, m.bill, m.observeTokens, m.observeBill)
+		m.inputTokens, m.uncondensedTokens, m.bill, m.observeTokens, m.observeBill, m.armRequests, m.armBill)
 	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cacheStats != nil {

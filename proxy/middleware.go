@@ -134,6 +134,9 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 				}
 				attrs = append(attrs, slog.Int("cache_read", rep.CacheRead), slog.Int("cache_write", rep.CacheWrite),
 					slog.Float64("bill", round1(rep.Bill)), slog.Float64("bill_uncondensed", round1(rep.BillUncondensed)))
+				if rep.Arm != "" {
+					attrs = append(attrs, slog.String("arm", rep.Arm))
+				}
 				if rep.Deferred != "" {
 					attrs = append(attrs, slog.String("deferred", rep.Deferred))
 				}

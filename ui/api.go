@@ -41,6 +41,87 @@ type overviewJSON struct {
 	Replica        map[string]string `json:"replica"`
 	// KeepAlive is this replica's keep-alive pings; absent when off.
 	KeepAlive *KeepAliveStats `json:"keepalive,omitempty"`
+	// Holdout compares the holdout arm with the condensed one
+	// (condense.holdout_share); absent until a request had an arm.
+	Holdout *holdoutJSON `json:"holdout,omitempty"`
+}
+
+// minArmConversations is the comparison's rule: with fewer conversations
+// than this in either arm there is too little data to tell.
+const minArmConversations = 10
+
+// holdoutJSON compares the arms of condense.holdout_share: the
+// conversations forwarded as received (holdout) and the condensed ones,
+// by their estimated cost per conversation.
+type holdoutJSON struct {
+	Condensed armJSON `json:"condensed"`
+	Holdout   armJSON `json:"holdout"`
+	// MinConversations: below it in either arm, Enough is false, the
+	// verdict says "too little data to tell" and Saving is null.
+	MinConversations int    `json:"min_conversations"`
+	Enough           bool   `json:"enough"`
+	Verdict          string `json:"verdict"`
+	// Saving is 1 − the condensed arm's estimated cost per conversation
+	// / the holdout arm's (negative: condensing costs more).
+	Saving *float64 `json:"saving"`
+	// MeasuredSaving is the same from the cost the provider reported:
+	// null until measured usage is read from the answers.
+	MeasuredSaving *float64 `json:"measured_saving"`
+}
+
+// armJSON is one arm: its sums and its cost per conversation.
+type armJSON struct {
+	armSums
+	// CostPerConversation is in input tokens' worth (null: no
+	// conversation yet); USDPerConversation in dollars, null when a
+	// request of the arm has no known price ("unknown price").
+	CostPerConversation *float64 `json:"cost_per_conversation"`
+	USDPerConversation  *float64 `json:"usd_per_conversation"`
+	// MeasuredCostPerConversation is the cost the provider reported
+	// (measured usage), in dollars per conversation: null until the
+	// proxy reads usage from the answers.
+	MeasuredCostPerConversation *float64 `json:"measured_cost_per_conversation"`
+}
+
+func armView(a armSums) armJSON {
+	out := armJSON{armSums: a}
+	if a.Conversations > 0 {
+		f := a.Cost.float() / float64(a.Conversations)
+		out.CostPerConversation = &f
+		if a.Priced == a.Requests {
+			d := a.CostUSD.float() / float64(a.Conversations)
+			out.USDPerConversation = &d
+		}
+	}
+	return out
+}
+
+// holdoutView compares the arms; nil when no request had one.
+func holdoutView(arms [2]armSums) *holdoutJSON {
+	c, h := arms[armCondensed], arms[armHoldout]
+	if c.Requests == 0 && h.Requests == 0 {
+		return nil
+	}
+	out := &holdoutJSON{Condensed: armView(c), Holdout: armView(h), MinConversations: minArmConversations}
+	out.Enough = c.Conversations >= minArmConversations && h.Conversations >= minArmConversations
+	if !out.Enough {
+		out.Verdict = fmt.Sprintf("too little data to tell: fewer than %d conversations in an arm (condensed %d, holdout %d)",
+			minArmConversations, c.Conversations, h.Conversations)
+		return out
+	}
+	cc, hc := *out.Condensed.CostPerConversation, *out.Holdout.CostPerConversation
+	if hc <= 0 {
+		out.Verdict = "the holdout conversations cost nothing yet (no request billed)"
+		return out
+	}
+	f := 1 - cc/hc
+	out.Saving = &f
+	if f >= 0 {
+		out.Verdict = fmt.Sprintf("condensed conversations cost %.1f%% less than the holdout's (estimated, per conversation)", 100*f)
+	} else {
+		out.Verdict = fmt.Sprintf("condensed conversations cost %.1f%% more than the holdout's (estimated, per conversation)", -100*f)
+	}
+	return out
 }
 
 // KeepAliveStats is what the overview shows of the keep-alive pings
@@ -121,6 +202,16 @@ type convJSON struct {
 	ObserveBill     inputs   `json:"observe_bill"`
 	WouldBill       inputs   `json:"would_bill"`
 	ObserveSaving   *float64 `json:"observe_saving"`
+	// The bills in dollars, each request's at its model's input price;
+	// null when none of its requests has a price ("unknown price").
+	// Unpriced counts the requests whose model has none (their bills are
+	// in no dollar figure).
+	BillUSD            *usd  `json:"bill_usd"`
+	BillUncondensedUSD *usd  `json:"bill_uncondensed_usd"`
+	Unpriced           int64 `json:"unpriced"`
+	// Arm is the conversation's arm (condense.holdout_share): holdout
+	// or condensed; absent without one.
+	Arm string `json:"arm,omitempty"`
 }
 
 type requestJSON struct {
@@ -154,6 +245,10 @@ type requestJSON struct {
 	CacheWrite      int     `json:"cache_write"`
 	Bill            float64 `json:"bill"`
 	BillUncondensed float64 `json:"bill_uncondensed"`
+	// InputPrice is the model's input price, USD per million tokens, and
+	// BillUSD the bill at it; both absent when the price is unknown.
+	InputPrice float64 `json:"input_price,omitempty"`
+	BillUSD    *usd    `json:"bill_usd,omitempty"`
 	// Deferred: over the threshold and forwarded as received because
 	// condensing now would not pay (condense.defer).
 	Deferred bool `json:"deferred,omitempty"`
@@ -334,6 +429,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 	if o := s.tot.Observe; o.Requests > 0 {
 		out.ObserveSaving = saving(o.WouldBill, o.Bill)
 	}
+	out.Holdout = holdoutView(s.tot.Arms)
 	keepAlive := s.keepAlive
 	s.mu.Unlock()
 	if keepAlive != nil {
@@ -524,6 +620,7 @@ func (s *store) convView(c *conversation, v viewer) convJSON {
 		Requests: c.total, Kept: len(c.rows), Condensed: c.condensed, Degraded: c.degraded,
 		Bill: c.bill.Bill, BillUncondensed: c.bill.BillUncondensed, BillSaving: saving(c.bill.Bill, c.bill.BillUncondensed),
 		Observed: c.observed.Requests, ObserveBill: c.observed.Bill, WouldBill: c.observed.WouldBill,
+		BillUSD: c.bill.usdOf(false), BillUncondensedUSD: c.bill.usdOf(true), Unpriced: c.bill.Unpriced, Arm: c.arm,
 	}
 	if c.observed.Requests > 0 {
 		cj.ObserveSaving = saving(c.observed.WouldBill, c.observed.Bill)
@@ -541,7 +638,13 @@ func (s *store) convView(c *conversation, v viewer) convJSON {
 }
 
 func rowView(r *row) requestJSON {
+	var bill *usd
+	if r.price > 0 {
+		v := dollars(inputsOf(r.bill), r.price)
+		bill = &v
+	}
 	return requestJSON{
+		InputPrice: r.price, BillUSD: bill,
 		N: r.n, Time: r.time, Status: r.status, DurationMS: float64(r.duration.Microseconds()) / 1000,
 		Mode: r.mode, Applied: r.applied, Outcome: r.outcome,
 		TokensReceived: r.before, TokensForwarded: r.after, Window: r.window, Trigger: r.trigger,

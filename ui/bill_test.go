@@ -118,6 +118,13 @@ func TestBillAddsUp(t *testing.T) {
 	d[0].Report.Reason = "over threshold; deferred: " + d[0].Report.Deferred
 	d[0].Report.TokensBefore, d[0].Report.TokensAfter, d[0].Report.Trigger = 60000, 60000, 51200
 	all := [][]proxy.Event{a, b, o, d}
+	// gpt-4o has a price; claude-sonnet-4 here none (its bills are in no
+	// dollar figure).
+	for _, evs := range [][]proxy.Event{a, o} {
+		for i := range evs {
+			evs[i].Report.InputPrice = 2.5
+		}
+	}
 	for _, evs := range all {
 		record(u, evs)
 	}
@@ -135,6 +142,14 @@ func TestBillAddsUp(t *testing.T) {
 		s.b.UncondensedWrite += int64(r.UncondensedWrite)
 		s.b.Bill += inputs(math.Round(r.Bill * 1000))
 		s.b.BillUncondensed += inputs(math.Round(r.BillUncondensed * 1000))
+		if r.InputPrice > 0 {
+			// Nanodollars: bill × price / 10^6 dollars.
+			s.b.Priced++
+			s.b.BillUSD += usd(math.Round(math.Round(r.Bill*1000) * r.InputPrice))
+			s.b.BillUncondensedUSD += usd(math.Round(math.Round(r.BillUncondensed*1000) * r.InputPrice))
+		} else {
+			s.b.Unpriced++
+		}
 		s.after += int64(r.TokensAfter)
 		if r.Deferred != "" {
 			s.deferred++

@@ -138,8 +138,13 @@ func TestBrowser(t *testing.T) {
 	if got, want := text(card("Observe: auto would bill")+`.querySelector('.sub').textContent`), fmt.Sprintf("%d requests observed", len(obs.Requests)); !strings.Contains(got, want) {
 		t.Errorf("observe card says %q, want %q", got, want)
 	}
-	// The per-model table has the bill columns, a row per model.
-	if n := eval(`document.querySelectorAll('#models thead th').length`); n != 9 {
+	// The bill in dollars: each request's at its model's input price.
+	if got := text(card("Bill in dollars (estimated)") + `.querySelector('.value').textContent`); (ov.Totals.Priced > 0) != strings.HasPrefix(got, "$") ||
+		(ov.Totals.Priced == 0) != (got == "unknown price") {
+		t.Errorf("dollars card shows %q with %d priced requests", got, ov.Totals.Priced)
+	}
+	// The per-model table has the bill columns (in dollars too), a row per model.
+	if n := eval(`document.querySelectorAll('#models thead th').length`); n != 10 {
 		t.Errorf("per-model table has %d columns", n)
 	}
 	// The observed conversation: its requests say what auto would have done.
@@ -271,6 +276,7 @@ type overviewFigures struct {
 	Totals struct {
 		Bill            float64 `json:"bill"`
 		BillUncondensed float64 `json:"bill_uncondensed"`
+		Priced          int64   `json:"priced"`
 		Observe         struct {
 			Requests  int64   `json:"requests"`
 			Bill      float64 `json:"bill"`

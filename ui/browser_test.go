@@ -20,7 +20,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/testenv"
+	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
 // chromium finds a Chromium to drive: $CHROMIUM, else Debian's chromium.
@@ -182,7 +184,7 @@ func TestBrowserAccess(t *testing.T) {
 	poll("the numbers-only list", `!document.querySelector('#numbers-only').hidden && document.querySelectorAll('#convs tbody tr').length === 1`)
 	// Bills are numbers: shown to this viewer too.
 	poll("the numbers-only bill", `[...document.querySelectorAll('#cards .stat')].some(c => c.querySelector('.label').textContent === 'Bill (estimated)' && /^[\d.]+[kM]? → [\d.]+[kM]?$/.test(c.querySelector('.value').textContent)) &&
-		/^[\d.]+[kM]? \(-?[\d.]+%\)$/.test(document.querySelector('#convs tbody tr').children[6].textContent)`)
+		/^[\d.]+[kM]? \(-?[\d.]+%\)(\$[\d.,]+|unknown price)$/.test(document.querySelector('#convs tbody tr').children[6].textContent)`)
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('#convs tbody tr').click()`)); err != nil {
 		t.Fatal(err)
 	}
@@ -265,4 +267,58 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestBrowserHoldoutAndDollars: the holdout card says there is too little
+// data to tell below 10 conversations an arm and gives the saving from
+// there; bills show in dollars where the model has a price, "unknown
+// price" where it has none.
+func TestBrowserHoldoutAndDollars(t *testing.T) {
+	ctx, consoleErrors := tab(t)
+	u := New(Options{Scope: scopeOf, TrustLoopback: true})
+	t0 := time.Now().Add(-10 * time.Minute)
+	add := func(arm string, from, to int, model string, price, bill float64) {
+		for i := from; i < to; i++ {
+			rep := condense.Report{Model: model, Counted: true, Conversation: fmt.Sprintf("%s-%s-%d", arm, model, i), Format: "chat",
+				TokensBefore: 9000, TokensAfter: 9000, PrefixReused: -1, Bill: bill, BillUncondensed: bill, InputPrice: price,
+				Arm: arm, Applied: condense.AppliedFull, Window: 16000, Trigger: 12800}
+			if arm == condense.ArmHoldout {
+				rep.Applied, rep.WouldApply = condense.AppliedObserve, condense.AppliedFull
+			}
+			u.Record(proxy.Event{Time: t0.Add(time.Duration(i) * time.Second), Scope: bearer("k"), Mode: "auto", Status: 200, Report: rep})
+		}
+	}
+	add(condense.ArmCondensed, 0, 12, "gpt-4o", 2.5, 1000)
+	add(condense.ArmHoldout, 0, 9, "gpt-4o", 2.5, 2000)
+	add("", 0, 1, "team-local-model", 0, 500)
+	srv := httptest.NewServer(u)
+	t.Cleanup(func() { u.Close(); srv.Close() })
+	poll := func(what, js string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v (console: %v)", what, err, consoleErrors())
+		}
+	}
+	card := func(label string) string {
+		return `[...document.querySelectorAll('#cards .stat')].find(c => c.querySelector('.label').textContent === '` + label + `')`
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	poll("too little data", `(`+card("Holdout arm")+`)?.querySelector('.value').textContent === 'too little data to tell'`)
+	poll("the arms' counts", `(`+card("Holdout arm")+`).querySelector('.sub').textContent.includes('condensed: 12 conversations') && (`+card("Holdout arm")+`).querySelector('.sub').textContent.includes('holdout: 9 conversations')`)
+	// gpt-4o at $2.50 / MTok: 1,000 → $0.0025; 2,000 → $0.005.
+	poll("dollars per conversation", `[...document.querySelectorAll('#convs tbody tr')].some(r => r.children[6].textContent.includes(')$0.00250')) &&
+		[...document.querySelectorAll('#convs tbody tr')].some(r => r.children[6].textContent.includes(')$0.00500'))`)
+	poll("unknown price", `[...document.querySelectorAll('#convs tbody tr')].some(r => r.children[2].textContent === 'team-local-model' && r.children[6].textContent.includes(')unknown price'))`)
+	poll("the dollars card", `(`+card("Bill in dollars (estimated)")+`).querySelector('.sub').textContent.includes('1 request of unknown price left out')`)
+
+	add(condense.ArmHoldout, 9, 10, "gpt-4o", 2.5, 2000) // a tenth
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	poll("the saving", `(`+card("Holdout arm")+`)?.querySelector('.value').textContent === 'saved 50.0%'`)
+	if errs := consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
 }

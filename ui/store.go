@@ -86,6 +86,7 @@ type conversation struct {
 	degraded  int
 	bill      billSums    // every request seen, including those no longer kept
 	observed  observeSums // its requests in observe mode
+	arm       string      // its arm (condense.holdout_share), once a request said it
 	rows      []row       // ring: request n is at (n-1) % cap
 	transient *detail
 	prevIDs   map[string]string // the previous request's changes (key → its kept copy), to tell new ones
@@ -117,7 +118,10 @@ type row struct {
 	// the request forwarded, its bill and the bill uncondensed.
 	cacheRead, cacheWrite int
 	bill, billUncondensed float64
-	deferred              bool // over the threshold, forwarded as received by condense.defer
+	// price is the model's input price, USD per million tokens (0:
+	// unknown).
+	price    float64
+	deferred bool // over the threshold, forwarded as received by condense.defer
 	// Observe mode (applied "observe"): what auto would have forwarded.
 	wouldApply            string
 	wouldAfter            int
@@ -170,12 +174,18 @@ type totals struct {
 	Recalls         int64 `json:"recalls"`  // condense_recall calls the proxy answered
 	billSums
 	Observe observeSums `json:"observe"`
+	// Arms are the holdout arm's figures (condense.holdout_share), by
+	// arm: armCondensed, armHoldout.
+	Arms [2]armSums `json:"-"`
 }
 
 // billSums add up the engine's bill estimates (condense.Report): tokens
 // of the requests forwarded read from the provider's prompt cache and
 // written, the same for the requests had they gone as received, and the
-// bills of both in units of the model's input price.
+// bills of both in units of the model's input price — and in dollars,
+// each request's bill times its model's input price, for the requests
+// whose model has one (Priced; the Unpriced requests' bills are in no
+// dollar figure).
 type billSums struct {
 	CacheRead        int64  `json:"cache_read"`
 	CacheWrite       int64  `json:"cache_write"`
@@ -183,6 +193,11 @@ type billSums struct {
 	UncondensedWrite int64  `json:"uncondensed_write"`
 	Bill             inputs `json:"bill"`
 	BillUncondensed  inputs `json:"bill_uncondensed"`
+	// Dollars of the priced requests.
+	BillUSD            usd   `json:"bill_usd"`
+	BillUncondensedUSD usd   `json:"bill_uncondensed_usd"`
+	Priced             int64 `json:"priced"`   // counted requests whose model has an input price
+	Unpriced           int64 `json:"unpriced"` // and whose model has none
 }
 
 func (b *billSums) add(rep *condense.Report) {
@@ -190,8 +205,115 @@ func (b *billSums) add(rep *condense.Report) {
 	b.CacheWrite += int64(rep.CacheWrite)
 	b.UncondensedRead += int64(rep.UncondensedRead)
 	b.UncondensedWrite += int64(rep.UncondensedWrite)
-	b.Bill += inputsOf(rep.Bill)
-	b.BillUncondensed += inputsOf(rep.BillUncondensed)
+	bill, unc := inputsOf(rep.Bill), inputsOf(rep.BillUncondensed)
+	b.Bill += bill
+	b.BillUncondensed += unc
+	switch {
+	case !rep.Counted:
+	case knownPrice(rep.InputPrice):
+		b.Priced++
+		b.BillUSD += dollars(bill, rep.InputPrice)
+		b.BillUncondensedUSD += dollars(unc, rep.InputPrice)
+	default:
+		b.Unpriced++
+	}
+}
+
+// usdOf is the dollar figure of b's bill (unc: of its bill uncondensed):
+// nil when none of its requests has a price ("unknown price").
+func (b *billSums) usdOf(unc bool) *usd {
+	if b.Priced == 0 {
+		return nil
+	}
+	v := b.BillUSD
+	if unc {
+		v = b.BillUncondensedUSD
+	}
+	return &v
+}
+
+// usd is an amount in US dollars, kept in nanodollars so that sums are
+// exact whatever the order requests are recorded in. In JSON it is a
+// plain number of dollars.
+type usd int64
+
+// maxPrice bounds an input price taken (USD per million tokens), as the
+// registry does.
+const maxPrice = 1000
+
+// knownPrice reports whether price (USD per million tokens) is a known one.
+func knownPrice(price float64) bool { return price > 0 && price <= maxPrice }
+
+// dollars is bill (thousandths of input tokens' worth) at price USD per
+// million tokens: bill/1000 × price/10^6 dollars, which is bill × price
+// nanodollars. An unknown price or an absurd product counts as none.
+func dollars(bill inputs, price float64) usd {
+	if !knownPrice(price) {
+		return 0
+	}
+	f := math.Round(float64(bill) * price)
+	if math.IsNaN(f) || math.Abs(f) > 1e18 {
+		return 0
+	}
+	return usd(f)
+}
+
+func (v usd) float() float64 { return float64(v) / 1e9 }
+
+func (v usd) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, v.float(), 'f', -1, 64), nil
+}
+
+func (v *usd) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if math.IsNaN(f) || math.Abs(f) > 1e9 {
+		f = 0
+	}
+	*v = usd(math.Round(f * 1e9))
+	return err
+}
+
+// The arms of the holdout comparison (condense.holdout_share), as indexes
+// of totals.Arms.
+const (
+	armCondensed = iota
+	armHoldout
+)
+
+// armIndex is the index of a report's arm, or -1 when it has none.
+func armIndex(arm string) int {
+	switch arm {
+	case condense.ArmCondensed:
+		return armCondensed
+	case condense.ArmHoldout:
+		return armHoldout
+	}
+	return -1
+}
+
+// armSums add up one arm's conversations and requests and their
+// estimated cost: the bill of what was forwarded (a holdout request's:
+// the request as received) and the summarizer calls made for them (the
+// holdout arm makes none), in input tokens' worth and, for the priced
+// requests, in dollars. A conversation counts in its arm when the page
+// first sees it there (one dropped from the page and seen again counts
+// again).
+type armSums struct {
+	Conversations int64  `json:"conversations"`
+	Requests      int64  `json:"requests"`
+	Cost          inputs `json:"cost"`
+	CostUSD       usd    `json:"cost_usd"`
+	Priced        int64  `json:"priced"` // requests with a known input price
+}
+
+func (a *armSums) add(rep *condense.Report) {
+	a.Requests++
+	cost := inputsOf(rep.Bill) + inputsOf(rep.SummarizerSpend)
+	a.Cost += cost
+	if knownPrice(rep.InputPrice) {
+		a.Priced++
+		a.CostUSD += dollars(cost, rep.InputPrice)
+	}
 }
 
 // observeSums add up the requests of observe mode (applied "observe"):
@@ -351,6 +473,9 @@ func (s *store) record(ev *proxy.Event) {
 	t.SummarizerCalls += int64(rep.Calls)
 	t.billSums.add(rep)
 	t.Observe.add(rep)
+	if i := armIndex(rep.Arm); i >= 0 && rep.Counted {
+		t.Arms[i].add(rep)
+	}
 	if rep.Deferred != "" {
 		t.Deferred++
 	}
@@ -496,6 +621,13 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 	}
 	c.bill.add(rep)
 	c.observed.add(rep)
+	if i := armIndex(rep.Arm); i >= 0 && c.arm != rep.Arm {
+		c.arm = condense.ArmCondensed
+		if i == armHoldout {
+			c.arm = condense.ArmHoldout
+		}
+		s.tot.Arms[i].Conversations++
+	}
 	fresh := c.freshChanges(rep.Changes)
 
 	r := row{
@@ -507,6 +639,9 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 		degraded:  rep.Degraded != "",
 		cacheRead: rep.CacheRead, cacheWrite: rep.CacheWrite, bill: rep.Bill, billUncondensed: rep.BillUncondensed,
 		deferred: rep.Deferred != "", recalls: len(ev.Recalls),
+	}
+	if knownPrice(rep.InputPrice) {
+		r.price = rep.InputPrice
 	}
 	if rep.Applied == condense.AppliedObserve {
 		r.wouldApply, r.wouldAfter, r.wouldBill = appliedKey(rep.WouldApply), rep.WouldTokensAfter, rep.WouldBill

@@ -404,7 +404,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		mi := reg.Lookup(model)
 		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
 			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match,
-			MinCachedPrefix: mi.MinCachedPrefix}
+			MinCachedPrefix: mi.MinCachedPrefix, InputPrice: mi.InputPricePerMTok}
 	})
 	a.models = models
 	a.EngineOptions = condense.Options{
@@ -437,6 +437,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
 		Defer:               cfg.Condense.Defer,
 		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
+		HoldoutShare:        cfg.Condense.HoldoutShare,
 	}
 	if cfg.Memory.RelevantContext {
 		a.EngineOptions.RelevantTokens = cfg.Memory.RecallBudgetTokens

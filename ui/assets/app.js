@@ -45,6 +45,15 @@ const frac = (f) => (f === null || f === undefined ? '—' : (100 * f).toFixed(1
 // Bills are in input tokens' worth (units of the model's input price).
 const bill = (x) => short(Math.round(x || 0));
 const billExact = (x) => num(Math.round(x || 0));
+// usd shows dollars (null: the model has no known price).
+function usd(x) {
+  if (x === null || x === undefined) return 'unknown price';
+  const a = Math.abs(x);
+  return '$' + (a >= 100 ? num(Math.round(x)) : x.toFixed(a >= 1 ? 2 : a >= 0.01 ? 3 : 5));
+}
+// usdOf is the dollar figure of a sum with priced requests (sums.priced),
+// or null when none has a price.
+const usdOf = (sums, x) => (sums.priced > 0 ? x : null);
 // saved says what a saving (a fraction, null: none) means; would, for
 // observe mode's: what auto would save.
 function saved(f, would) {
@@ -256,9 +265,14 @@ function renderCards(ov) {
   $('#cards').replaceChildren(
     stat('Requests', num(t.requests), (t.errors ? plural(t.errors, 'error') + ' · ' : '') + plural(ov.conversations, 'conversation')),
     stat('Condensed', num(condensed), pct(condensed, t.requests) + ' · full ' + num(a.full) + ' · selective ' + num(a.selective) + ' · window ' + num(a.truncate)),
-    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded · saved ' + pct(savedTokens, t.tokens_received)),
+    // Tokens not sent are summed per request: a conversation condensed once counts its removed tokens again on
+    // every later request, which would mostly have been cheap prompt-cache reads. The saving is the bill's, below.
+    stat('Tokens', short(t.tokens_received) + ' → ' + short(t.tokens_forwarded), 'received → forwarded, summed per request · ' + pct(savedTokens, t.tokens_received) + ' not sent (not a saving: see the bill)'),
     stat('Bill (estimated)', bill(t.bill_uncondensed) + ' → ' + bill(t.bill),
       saved(ov.bill_saving) + ' · uncondensed → forwarded, in input tokens\' worth', ov.bill_saving < 0 ? 'warn' : ''),
+    stat('Bill in dollars (estimated)', t.priced > 0 ? usd(t.bill_uncondensed_usd) + ' → ' + usd(t.bill_usd) : 'unknown price',
+      t.priced > 0 ? 'each request\'s bill at its model\'s input price' + (t.unpriced ? ' · ' + plural(t.unpriced, 'request') + ' of unknown price left out' : '')
+        : (t.unpriced ? 'no model seen has a known input price (input_price_per_mtok)' : 'nothing billed yet')),
     stat('Prompt cache', frac(ov.cache_read_share), ov.cache_read_share === null ? 'nothing forwarded yet'
       : 'of the forwarded tokens read from the provider\'s prompt cache (estimated)' + (t.prefix_requests > 0 ? ' · prefix kept ' + pct(t.prefix_reused, t.prefix_forwarded) : '')),
     stat('Summaries', num(t.summaries), num(t.summaries_cached || 0) + ' from the summary cache · ' + plural(t.summarizer_calls, 'summarizer call') +
@@ -271,6 +285,15 @@ function renderCards(ov) {
     $('#cards').append(stat('Observe: auto would bill', bill(obs.bill) + ' → ' + bill(obs.would_bill),
       saved(ov.observe_saving, true) +
       ' · ' + plural(obs.requests, 'request') + ' observed, ' + num(obs.would_condense) + ' would be condensed', 'observe'));
+  }
+  const ho = ov.holdout;
+  if (ho) {
+    // The holdout arm (condense.holdout_share): conversations forwarded as received vs condensed ones.
+    const arm = (name, a) => name + ': ' + plural(a.conversations, 'conversation') + ', ' + plural(a.requests, 'request') +
+      ', ' + (a.cost_per_conversation === null ? '—' : billExact(a.cost_per_conversation)) + ' per conversation (' + usd(a.usd_per_conversation) + ')' +
+      (a.measured_cost_per_conversation !== null ? ', measured ' + usd(a.measured_cost_per_conversation) : '');
+    $('#cards').append(stat('Holdout arm', ho.enough ? saved(ho.saving) : 'too little data to tell',
+      ho.verdict + ' · ' + arm('condensed', ho.condensed) + ' · ' + arm('holdout', ho.holdout), 'observe'));
   }
   const ka = ov.keepalive;
   if (ka) {
@@ -331,13 +354,15 @@ function renderModels(ov) {
     h('td', { class: 'num', title: billExact(m.bill_uncondensed) }, bill(m.bill_uncondensed)),
     h('td', { class: 'num', title: billExact(m.bill) }, bill(m.bill)),
     h('td', { class: 'num' + (m.bill_saving < 0 ? ' worse' : '') }, frac(m.bill_saving)),
+    h('td', { class: 'num' }, usd(usdOf(m, m.bill_usd))),
     h('td', { class: 'num' }, frac(m.cache_read_share))));
   $('#models').replaceChildren(rows.length ? h('table', {},
     h('thead', {}, h('tr', {}, h('th', {}, 'model'), h('th', { class: 'num' }, 'requests'), h('th', { class: 'num' }, 'condensed'),
-      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num' }, 'tokens saved'),
+      h('th', { class: 'num' }, 'tokens'), h('th', { class: 'num', title: 'tokens not sent, summed per request: not a saving (see bill saved)' }, 'not sent'),
       h('th', { class: 'num', title: 'estimated bill had the requests gone as received, in input tokens\' worth' }, 'bill uncondensed'),
       h('th', { class: 'num', title: 'estimated bill of the requests forwarded, in input tokens\' worth' }, 'bill forwarded'),
       h('th', { class: 'num' }, 'bill saved'),
+      h('th', { class: 'num', title: 'estimated bill of the requests forwarded at the model\'s input price' }, 'bill $'),
       h('th', { class: 'num', title: 'share of the forwarded tokens read from the prompt cache (estimated)' }, 'prompt cache reads'))),
     h('tbody', {}, rows)) : h('p', { class: 'muted' }, 'No request yet.'));
 }
@@ -375,8 +400,10 @@ function renderConvs(r) {
   h('td', { class: 'num' }, short(c.tokens_received) + ' → ' + short(c.tokens_forwarded), meter(c)),
   h('td', { class: 'num', title: billExact(c.bill_uncondensed) + ' uncondensed → ' + billExact(c.bill) + ' forwarded' + (c.observed ? '; auto would bill ' + billExact(c.would_bill) : '') },
     bill(c.bill), ' ', h('span', { class: 'muted' + (c.bill_saving < 0 ? ' worse' : '') }, '(' + frac(c.bill_saving) + ')'),
-    c.observed ? h('div', { class: 'muted' }, 'auto: ' + bill(c.would_bill) + ' (' + frac(c.observe_saving) + ')') : ''),
-  h('td', { class: 'badges' }, h('span', { class: 'badge ' + c.applied }, c.applied), c.degraded ? h('span', { class: 'badge degraded', title: 'degraded requests' }, ' ' + c.degraded + ' degraded') : ''),
+    h('div', { class: 'muted' }, usd(c.bill_usd)),
+    c.observed ? h('div', { class: 'muted' }, (c.arm === 'holdout' ? 'if condensed' : 'auto') + ': ' + bill(c.would_bill) + ' (' + frac(c.observe_saving) + ')') : ''),
+  h('td', { class: 'badges' }, h('span', { class: 'badge ' + c.applied }, c.applied),
+    c.arm === 'holdout' ? h('span', { class: 'badge', title: 'holdout arm (condense.holdout_share): forwarded as received' }, ' holdout') : '', c.degraded ? h('span', { class: 'badge degraded', title: 'degraded requests' }, ' ' + c.degraded + ' degraded') : ''),
   h('td', { class: 'num' }, num(c.condensed))));
   $('#convs').replaceChildren(h('table', {},
     h('thead', {}, h('tr', {}, h('th', {}, 'last seen'), h('th', {}, 'conversation'), h('th', {}, 'model'), h('th', {}, 'agent'),
@@ -437,6 +464,9 @@ function renderConv(r) {
       chip('window', num(c.window)), chip('threshold', num(c.trigger)),
       chip('condensed', num(c.condensed)), chip('degraded', num(c.degraded)),
       chip('bill, est.', billExact(c.bill_uncondensed) + ' → ' + billExact(c.bill) + ' (' + saved(c.bill_saving) + ')'),
+      chip('bill in dollars', c.bill_usd === null ? 'unknown price' : usd(c.bill_uncondensed_usd) + ' → ' + usd(c.bill_usd) +
+        (c.unpriced ? ' (' + plural(c.unpriced, 'request') + ' of unknown price left out)' : '')),
+      c.arm ? chip('arm', c.arm === 'holdout' ? 'holdout: forwarded as received (condense.holdout_share)' : 'condensed') : '',
       c.observed ? chip('observe', plural(c.observed, 'request') + ', auto would bill ' + billExact(c.would_bill) + ' (' + saved(c.observe_saving, true) + ')') : '',
       chip('first seen', new Date(c.first).toLocaleString())),
     timeline(reqs, c.id),
