@@ -91,7 +91,9 @@ func send(t *testing.T, base string, body []byte) *http.Response {
 	return resp
 }
 
-var originalsID = regexp.MustCompile(`/v1/condense/originals/([0-9a-f]+)`)
+// An originals id in a forwarded request: a window marker's, or a
+// summary's (summaries name theirs as id="…").
+var originalsID = regexp.MustCompile(`(?:/v1/condense/originals/|summary id=\\?")([0-9a-f]+)`)
 
 // replicasBehaveAsOne replays a long conversation through two replicas
 // sharing one Redis — each turn sent to both at once, as a balancer
