@@ -304,7 +304,9 @@ func (*Codec) TextSpan(raw string) (start, end int, ok bool) {
 
 // Editable reports whether a digest may replace value: a string (the
 // only values the codec points at).
-func (*Codec) Editable(value string) bool { return len(value) > 0 && value[0] == '"' && jsonscan.Valid(value) }
+func (*Codec) Editable(value string) bool {
+	return len(value) > 0 && value[0] == '"' && jsonscan.Valid(value)
+}
 
 // ValueText returns the text of an editable value.
 func (*Codec) ValueText(value string) string { return gjson.Parse(value).String() }
