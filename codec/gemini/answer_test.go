@@ -155,3 +155,14 @@ func TestSummaryAPI(t *testing.T) {
 		t.Fatalf("no text: %v", err)
 	}
 }
+
+// TestGeminiCLICompaction: Gemini CLI's compression request (its last
+// user turn, as 0.61.0 sends it) is marked as the agent's compaction.
+func TestGeminiCLICompaction(t *testing.T) {
+	cs := cliSession(8, 3)
+	last := `{"role":"user","parts":[{"text":"Generate a new <state_snapshot> based on the provided history.\n\nFirst, reason in your scratchpad. Then, generate the updated <state_snapshot>."}]}`
+	r, err := New(sharedCounter).Scan(body(append(cs, `{"role":"model","parts":[{"text":"ok"}]}`, last)), o200k)
+	if err != nil || r.Compaction != "gemini-cli" {
+		t.Fatalf("compaction %q %v", r.Compaction, err)
+	}
+}
