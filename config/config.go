@@ -151,7 +151,8 @@ type Condense struct {
 	// request's own model.
 	SummaryModel string
 	// SummaryAPI is the API the LLM summarizer asks in: auto (the wire
-	// format of the request being condensed), chat, messages or responses.
+	// format of the request being condensed), chat, messages, responses or
+	// gemini.
 	SummaryAPI string
 	// SummaryTimeout bounds one summarizer call.
 	SummaryTimeout time.Duration
@@ -629,9 +630,9 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 		bad("condense.summarizer", "%q is not llm or extractive", cd.Summarizer)
 	}
 	switch cd.SummaryAPI {
-	case "auto", "chat", "messages", "responses":
+	case "auto", "chat", "messages", "responses", "gemini":
 	default:
-		bad("condense.summary_api", "%q is not auto, chat, messages or responses", cd.SummaryAPI)
+		bad("condense.summary_api", "%q is not auto, chat, messages, responses or gemini", cd.SummaryAPI)
 	}
 	if cd.PromptFile != "" {
 		if _, err := os.Stat(cd.PromptFile); err != nil {

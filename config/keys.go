@@ -283,7 +283,7 @@ var table = []Key{
 	strKey("condense.summary_model", "summary-model", "", func(c *Config) *string { return &c.Condense.SummaryModel },
 		"model for summaries (empty: the request's model)"),
 	strKey("condense.summary_api", "summary-api", "auto", func(c *Config) *string { return &c.Condense.SummaryAPI },
-		"API summaries are asked in: auto (the request's own) | chat | messages | responses"),
+		"API summaries are asked in: auto (the request's own) | chat | messages | responses | gemini"),
 	durKey("condense.summary_timeout", "summary-timeout", 60*time.Second, time.Millisecond, day, func(c *Config) *time.Duration { return &c.Condense.SummaryTimeout },
 		"timeout of one summarizer call"),
 	intKey("condense.summarizer_concurrency", "summarizer-concurrency", 8, 1, 10_000, func(c *Config) *int { return &c.Condense.SummarizerConcurrency },

@@ -47,7 +47,8 @@ func TestRegistryFamilies2026(t *testing.T) {
 		{"o3", 0.25, 1, 5 * time.Minute, 1024, 2},
 		{"o4-mini", 0.25, 1, 5 * time.Minute, 1024, 1.1},
 		{"o1", 0.5, 1, 5 * time.Minute, 1024, 15},
-		{"gemini-2.5-pro", 0.25, 1, 5 * time.Minute, 1024, 1.25},
+		{"gemini-2.5-pro", 0.1, 1, 5 * time.Minute, 4096, 1.25},
+		{"gemini-3-flash-preview", 0.1, 1, 5 * time.Minute, 1024, 0},
 		{"deepseek-chat", 0.1, 1, 5 * time.Minute, 1024, 0.28},
 		{"qwen3-coder-480b", 0.1, 1.25, 5 * time.Minute, 1024, 0}, // no price of its own
 		{"priced-model", 0.1, 1.5, 5 * time.Minute, 4096, 0.42},   // the entry's

@@ -158,7 +158,9 @@ var builtinModels = []ModelConfig{
 	{Match: "claude-*-4*", ContextWindow: 200000, MaxOutputTokens: 64000, Encoding: EncodingO200k, SafetyFactor: 1.2},
 	{Match: "claude-*", ContextWindow: 200000, MaxOutputTokens: 8192, Encoding: EncodingO200k, SafetyFactor: 1.2},
 	{Match: "*claude-*", ContextWindow: 200000, MaxOutputTokens: 8192, Encoding: EncodingO200k, SafetyFactor: 1.2},
+	{Match: "gemini-3*", ContextWindow: 1048576, MaxOutputTokens: 65536, Encoding: EncodingO200k, SafetyFactor: 1.1, Reasoning: &yes},
 	{Match: "gemini-2.5*", ContextWindow: 1048576, MaxOutputTokens: 65536, Encoding: EncodingO200k, SafetyFactor: 1.1},
+	{Match: "gemini-2.0*", ContextWindow: 1048576, MaxOutputTokens: 8192, Encoding: EncodingO200k, SafetyFactor: 1.1},
 	{Match: "deepseek*", ContextWindow: 128000, MaxOutputTokens: 8192, Encoding: EncodingO200k, SafetyFactor: 1.1},
 	{Match: "qwen3-coder*", ContextWindow: 262144, MaxOutputTokens: 65536, Encoding: EncodingO200k, SafetyFactor: 1.1},
 	{Match: "*llama*", ContextWindow: 128000, MaxOutputTokens: 4096, Encoding: EncodingO200k, SafetyFactor: 1.1},
@@ -235,7 +237,11 @@ var (
 // minutes; older OpenAI models cache automatically (no write premium,
 // 5–10 minutes idle) and read at 0.5 (gpt-4o, o1), 0.25 (gpt-4.1, o3,
 // o4-mini) or 0.1 (gpt-5 before 5.6), all from 1024 tokens; Gemini's
-// implicit cache reads at 0.25; DeepSeek's at 0.1. Unknown families get
+// implicit cache (2.5 and later) reads at 0.1 ("a 90% discount on cached
+// tokens", Google Cloud's context cache overview), writes at the input
+// price, keeps no published lifetime (taken as OpenAI's automatic cache:
+// minutes idle), from 1024 tokens for Flash and 4096 for Pro
+// (ai.google.dev/gemini-api/docs/caching); DeepSeek's at 0.1. Unknown families get
 // Anthropic's, the dearest to bust: a planner that assumes it edits
 // cached history least.
 func familyOf(bare string) family {
@@ -257,7 +263,10 @@ func familyOf(bare string) family {
 	case strings.HasPrefix(bare, "gpt-"), strings.HasPrefix(bare, "chatgpt-"):
 		return family{0.5, openAITiers, minPrefix}
 	case strings.HasPrefix(bare, "gemini"):
-		return family{0.25, openAITiers, minPrefix}
+		if strings.Contains(bare, "pro") {
+			return family{0.1, openAITiers, 4096}
+		}
+		return family{0.1, openAITiers, minPrefix}
 	case strings.HasPrefix(bare, "deepseek"):
 		return family{0.1, openAITiers, minPrefix}
 	}

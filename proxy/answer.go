@@ -75,14 +75,19 @@ func (p *Proxy) keepAlive(r *http.Request, body []byte) (*http.Request, func()) 
 		return r, func() {}
 	}
 	rep := ri.report
+	// A format that streams by its path is pinged at its unstreamed one.
+	path, query := r.URL.Path, r.URL.RawQuery
+	if pp, ok := ri.codec.(view.PingPather); ok {
+		path, query = pp.PingPath(path, query)
+	}
 	obs := p.opts.KeepAlive.Forwarded(r.Context(), KeepAliveRequest{
 		Scope:        ri.scope,
 		Conversation: rep.Conversation,
 		Format:       rep.Format,
 		Codec:        ri.codec,
 		Model:        rep.Model,
-		Path:         r.URL.Path,
-		RawQuery:     r.URL.RawQuery,
+		Path:         path,
+		RawQuery:     query,
 		Header:       forwardedHeader(r.Header),
 		Body:         body,
 		Tokens:       rep.TokensAfter,

@@ -76,7 +76,7 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 		p.refuseBody(w, r, err)
 		return
 	}
-	ri.scope = p.opts.Scoper.Scope(r.Header)
+	ri.scope = p.opts.Scoper.Scope(callerHeader(r))
 	place, got := p.inflight.acquire(r.Context(), ri.scope, p.opts.InflightWait)
 	if !got {
 		if r.Context().Err() != nil {
@@ -221,7 +221,7 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, code
 		Mode:        mode,
 		Force:       force,
 		Scope:       ri.scope,
-		Credentials: p.opts.Scoper.Credentials(r.Header),
+		Credentials: p.opts.Scoper.Credentials(callerHeader(r)),
 		CountOnly:   countOnly,
 		Slot:        place,
 	})

@@ -24,12 +24,16 @@ const maxPathShown = 512
 // reqInfo collects what the request's log line and metrics report. The
 // handlers fill it; logRequests writes it.
 type reqInfo struct {
-	route       string
-	codec       view.Codec // of the route's API: the shape of its errors
-	status      int
-	report      *condense.Report
-	mode        string
-	scope       string // the caller's scope, once the handler computed it
+	route  string
+	codec  view.Codec // of the route's API: the shape of its errors
+	status int
+	report *condense.Report
+	mode   string
+	scope  string // the caller's scope, once the handler computed it
+	// queryKey is a key the request carried in its query (Gemini's
+	// ?key=), which scopes the caller like a credential header; never
+	// logged.
+	queryKey    string
 	upstreamErr error
 	overhead    time.Duration // time spent before the upstream was called
 	note        string

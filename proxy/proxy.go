@@ -31,6 +31,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/gemini"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
@@ -153,6 +154,10 @@ type Codecs struct {
 	Chat      view.Codec // POST /v1/chat/completions, /chat/completions
 	Responses view.Codec // POST /v1/responses, /responses
 	Messages  view.Codec // POST /v1/messages, /messages and their count_tokens
+	// Gemini: POST /v1beta/models/{model}:generateContent,
+	// :streamGenerateContent and :countTokens (and under /v1/); a codec
+	// that is a view.PathModel gets the path's model.
+	Gemini view.Codec
 }
 
 // Proxy is the HTTP handler. Safe for concurrent use.
@@ -266,6 +271,9 @@ func New(o Options) *Proxy {
 	if o.Codecs.Messages == nil {
 		o.Codecs.Messages = messages.New(tokenizer.New(tokenizer.Options{}))
 	}
+	if o.Codecs.Gemini == nil {
+		o.Codecs.Gemini = gemini.New(tokenizer.New(tokenizer.Options{}))
+	}
 	p := &Proxy{opts: o, log: o.Logger, metrics: o.Metrics, inflight: newSlots(o.MaxInflight),
 		bodies: newBudget(o.BodyBudgetBytes), modes: newOnceSet(maxLoggedModes)}
 	upstream := o.Upstream
@@ -341,6 +349,16 @@ func New(o Options) *Proxy {
 	api(http.MethodPost, p.counting("messages-count", o.Codecs.Messages), o.Codecs.Messages, "/v1/messages/count_tokens", "/messages/count_tokens")
 	// Message batches pass through, answering in Anthropic's shape.
 	api("", http.HandlerFunc(p.passthrough), o.Codecs.Messages, "/v1/messages/batches", "/v1/messages/batches/*", "/messages/batches", "/messages/batches/*")
+	for _, m := range geminiRoutes {
+		route := "gemini"
+		if m.countOnly {
+			route = "gemini-count"
+		}
+		api(http.MethodPost, p.gemini(route, o.Codecs.Gemini, m.countOnly), o.Codecs.Gemini, geminiPatterns(m.method)...)
+	}
+	// Gemini's other methods and resources pass through, answering in
+	// Google's shape.
+	api("", http.HandlerFunc(p.passthrough), o.Codecs.Gemini, "/v1beta/*")
 	p.fallback = o.Codecs.Chat
 	g.Get("/v1/condense/originals/{id}", p.originals)
 	r.NotFound(guard(http.HandlerFunc(p.passthrough)).ServeHTTP)

@@ -36,9 +36,9 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	summarizer := fs.String("summarizer", "extractive", "extractive | llm")
 	upstream := fs.String("upstream", "", "upstream base URL the llm summarizer asks (required with --summarizer llm; e.g. https://api.openai.com)")
 	apiKey := fs.String("api-key", "", "key for the llm summarizer (default: $OPENAI_API_KEY)")
-	format := fs.String("format", "auto", "auto | chat | messages | responses: the request's wire format (auto: responses when the body has an input array and no messages; messages when it has a top-level system or Anthropic content blocks)")
+	format := fs.String("format", "auto", "auto | chat | messages | responses | gemini: the request's wire format (auto: responses when the body has an input array and no messages; messages when it has a top-level system or Anthropic content blocks; gemini when it has contents with parts, its model from --model)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads one request body — chat completions, Anthropic Messages or OpenAI Responses (--format) —\nwrites the condensed body to stdout and the report as JSON to stderr. A body that is not\nvalid JSON, or not a request of its format, is an error (exit status 1).\n\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "usage: condense-proxy condense [flags] FILE|-\n\nReads one request body — chat completions, Anthropic Messages, OpenAI Responses or Gemini (--format) —\nwrites the condensed body to stdout and the report as JSON to stderr. A body that is not\nvalid JSON, or not a request of its format, is an error (exit status 1).\n\n%s", fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -75,8 +75,8 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if !condense.ValidMode(*mode) {
 		return fmt.Errorf("condense: --mode %q is not one of %s", *mode, strings.Join(condense.Modes, ", "))
 	}
-	if *format != "auto" && *format != "chat" && *format != "responses" && *format != "messages" {
-		return fmt.Errorf("condense: --format %q is not auto, chat, messages or responses", *format)
+	if *format != "auto" && *format != "chat" && *format != "responses" && *format != "messages" && *format != "gemini" {
+		return fmt.Errorf("condense: --format %q is not auto, chat, messages, responses or gemini", *format)
 	}
 	cfg := config.Defaults()
 	cfg.Upstream = *upstream
@@ -125,8 +125,14 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	defer a.Close(context.WithoutCancel(ctx))
 	codec := pickCodec(*format, body, a.Codecs)
+	if pm, ok := codec.(view.PathModel); ok {
+		// A format whose model is in the path: the model given.
+		codec = pm.WithModel(*model)
+	}
 	want := "a chat completions request (no messages array)"
 	switch codec.Format() {
+	case "gemini":
+		want = "a Gemini request (no contents array)"
 	case "messages":
 		want = "an Anthropic Messages request (no messages array)"
 	case "responses":
@@ -157,9 +163,9 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 
 // pickCodec returns the codec of format, or, for auto, of the first
 // format whose codec claims the body (view.Sniffer): Responses, then
-// Messages; chat completions when none does.
+// Messages, then Gemini; chat completions when none does.
 func pickCodec(format string, body []byte, cs proxy.Codecs) view.Codec {
-	all := []view.Codec{cs.Responses, cs.Messages, cs.Chat}
+	all := []view.Codec{cs.Responses, cs.Messages, cs.Gemini, cs.Chat}
 	for _, c := range all {
 		if c.Format() == format {
 			return c

@@ -34,6 +34,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/gemini"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
@@ -225,7 +226,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	reg := a.Registry
 	a.Codecs = proxy.Codecs{Chat: chat.New(a.Counter), Responses: responses.New(a.Counter),
-		Messages: messages.New(a.Counter, messages.BindsThinking(func(model string) bool { return reg.Lookup(model).ThinkingBinding }))}
+		Messages: messages.New(a.Counter, messages.BindsThinking(func(model string) bool { return reg.Lookup(model).ThinkingBinding })),
+		Gemini:   gemini.New(a.Counter)}
 
 	a.Scoper = proxy.NewScoper(a.scopeSecret(ctx), cfg.ScopeHeaders)
 
@@ -393,7 +395,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 			client := func(c view.Codec) *llm.Client { return &llm.Client{BaseURL: a.Upstream, HTTP: hc, Codec: c} }
 			sum = &llm.Summarizer{
 				Client:    client(a.Codecs.Chat),
-				Clients:   []*llm.Client{client(a.Codecs.Responses), client(a.Codecs.Messages)},
+				Clients:   []*llm.Client{client(a.Codecs.Responses), client(a.Codecs.Messages), client(a.Codecs.Gemini)},
 				API:       cfg.Condense.SummaryAPI,
 				Reasoning: func(model string) bool { return reg.Lookup(model).Reasoning },
 			}

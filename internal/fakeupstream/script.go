@@ -86,8 +86,8 @@ type Script struct {
 	answers []int // step answered per request, -1 for Other
 }
 
-// StepOf returns the step a request body of the given format ("messages"
-// or "responses") is at, and whether it is part of the scripted loop (when
+// StepOf returns the step a request body of the given format ("messages",
+// "responses" or "gemini") is at, and whether it is part of the scripted loop (when
 // it is not, step is where the loop stands).
 func (s *Script) StepOf(format string, body []byte) (step int, inLoop bool) {
 	root := gjson.ParseBytes(body)
@@ -107,6 +107,17 @@ func (s *Script) StepOf(format string, body []byte) (step int, inLoop bool) {
 				lastID, anyOurs = id, true
 				lastIsOurs = i == len(items)-1
 			}
+		}
+	} else if format == "gemini" {
+		contents := root.Get("contents").Array()
+		for i, c := range contents {
+			c.Get("parts").ForEach(func(_, p gjson.Result) bool {
+				if id := p.Get("functionResponse.id").String(); strings.HasPrefix(id, prefix) {
+					lastID, anyOurs = id, true
+					lastIsOurs = i == len(contents)-1
+				}
+				return true
+			})
 		}
 	} else {
 		msgs := root.Get("messages").Array()
@@ -182,6 +193,9 @@ func (s *Script) idPrefix(format string) string {
 
 // Messages answers a Messages request (use as Messages.Answer).
 func (s *Script) Messages(body []byte) Reply { return s.reply("messages", body) }
+
+// Gemini answers a Gemini request (use as Gemini.Answer).
+func (s *Script) Gemini(body []byte) Reply { return s.reply("gemini", body) }
 
 // Responses answers a Responses request (use as Responses.Answer).
 func (s *Script) Responses(body []byte) Reply { return s.reply("responses", body) }

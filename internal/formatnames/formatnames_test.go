@@ -26,6 +26,9 @@ var names = []string{
 	"finish_reason", "stop_reason", "content_block_delta", "reasoning_content",
 	"max_completion_tokens", "max_output_tokens", "max_tokens", "response.completed",
 	"cached_tokens",
+	// Gemini's
+	"functionCall", "functionResponse", "functionDeclarations", "thoughtSignature", "usageMetadata",
+	"cachedContentTokenCount", "promptTokenCount", "maxOutputTokens", "generationConfig", "systemInstruction",
 }
 
 // matcher returns the names s holds as whole tokens: not inside a longer

@@ -65,6 +65,12 @@ var openings = []opening{
 	// <state_snapshot>."
 	{agent: "qwen-code", text: "First, reason in your <analysis> block. Then, produce the <state_snapshot> XML."},
 	{agent: "qwen-code", text: "First, reason in your scratchpad. Then, generate the <state_snapshot>."},
+	// Gemini CLI 0.61.0 (the pinned bundle, chatCompressionService's
+	// summary request: the history, then a user turn of the anchor
+	// instruction and this line; its system instruction is the
+	// compression prompt).
+	{agent: "gemini-cli", text: "Generate a new <state_snapshot> based on the provided history.", also: "Then, generate the updated <state_snapshot>."},
+	{agent: "gemini-cli", text: "A previous <state_snapshot> exists in the history.", also: "Then, generate the updated <state_snapshot>."},
 	// OpenHands: All-Hands-AI/OpenHands openhands/memory/condenser/impl/
 	// llm_summarizing_condenser.py (396b2c9f; "… for an interactive
 	// agent.") and structured_summary_condenser.py ("… for an interactive
