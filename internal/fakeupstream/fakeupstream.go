@@ -60,9 +60,10 @@ type Server struct {
 	// Chunks is how many content chunks a streamed answer has. Default 3.
 	Chunks int
 	// Usage, if set, says what each answer reports of its prompt (its
-	// cache reads and writes). Nil: a prompt of 1 token, nothing cached.
-	// A stream reports usage in a last chunk when the request asks for
-	// it (stream_options.include_usage), as OpenAI does.
+	// cache reads and writes), and a stream reports it in a last chunk
+	// when the request asks for it (stream_options.include_usage), as
+	// OpenAI does. Nil: a JSON answer reports a prompt of 1 token, a
+	// stream no usage.
 	Usage func(body []byte) Usage
 }
 
@@ -197,12 +198,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.record(r, body, 200)
 	usage := map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
-	if u, ok := usageOf(s.Usage, body, 1); ok {
+	u, withUsage := usageOf(s.Usage, body, 1)
+	if withUsage {
 		usage = map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": 1, "total_tokens": u.Prompt + 1,
 			"prompt_tokens_details": u.details()}
 	}
 	if req.Stream {
-		if !gjson.GetBytes(body, "stream_options.include_usage").Bool() {
+		if !withUsage || !gjson.GetBytes(body, "stream_options.include_usage").Bool() {
 			usage = nil
 		}
 		s.stream(w, r, req.Model, text, usage)
