@@ -65,7 +65,7 @@ function saved(f, would) {
 // uncached: the prompt cache as the provider reported it).
 function measuredText(m) {
   if (!m || !m.requests) return m && m.not_reported ? 'not reported (' + plural(m.not_reported, 'answer') + ' without usage)' : 'nothing measured yet';
-  return short(m.cache_read) + ' read / ' + short(m.cache_write) + ' written / ' + short(m.uncached) + ' uncached';
+  return short(m.cache_read) + ' read / ' + short(m.cache_write) + ' written / ' + short(m.uncached) + ' outside the prompt cache';
 }
 function ago(t) {
   const d = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
@@ -638,7 +638,7 @@ function renderDetail(r) {
       chip('bill, est.', billExact(d.bill) + ' (uncondensed ' + billExact(d.bill_uncondensed) + ')'),
       d.measured ? chip('measured', d.measured.reported ? num(d.measured.input || 0) + ' input: ' + num(d.measured.cache_read || 0) + ' read / ' +
         num(d.measured.cache_write || 0) + ' written' + (d.measured.cache_write_1h ? ' (' + num(d.measured.cache_write_1h) + ' for 1h)' : '') +
-        ' / ' + num(d.measured.uncached || 0) + ' uncached · ' + num(d.measured.output || 0) + ' output · bill ' + billExact(d.measured.bill) +
+        ' / ' + num(d.measured.uncached || 0) + ' outside the prompt cache · ' + num(d.measured.output || 0) + ' output · bill ' + billExact(d.measured.bill) +
         (d.measured.answers > 1 ? ' over ' + d.measured.answers + ' answers (recall rounds)' : '') +
         (d.measured.estimate_error !== undefined ? ' · estimate error ' + frac(d.measured.estimate_error) : '') : 'not reported') : '',
       d.applied === 'observe' ? [chip('observe → would apply', d.would_apply || 'none'), chip('would forward', num(d.would_tokens_after) + ' tokens'),
