@@ -186,6 +186,11 @@ type ModelInfo struct {
 	// zero.
 	CacheRead, CacheWrite float64
 	CacheTTL              time.Duration
+	// CacheWrite1h is the price of input written to the cache for an
+	// hour (Anthropic's 1-hour tier, 2×), for pricing the 1-hour writes
+	// an answer's usage reports: the family's 1-hour tier, never below
+	// CacheWrite.
+	CacheWrite1h float64
 	// MinCachedPrefix is the shortest prompt the provider caches, in
 	// tokens: never zero.
 	MinCachedPrefix int
@@ -375,6 +380,7 @@ func withCache(mi ModelInfo, full, bare string, e ModelConfig) ModelInfo {
 	if e.InputPricePerMTok > 0 {
 		mi.InputPricePerMTok = e.InputPricePerMTok
 	}
+	mi.CacheWrite1h = max(fam.tier(time.Hour).write, mi.CacheWrite)
 	return mi
 }
 
@@ -646,6 +652,7 @@ func (r *Registry) gatewayInfo(model string, g GatewayModel) ModelInfo {
 	}
 	if g.CacheWrite > 0 {
 		mi.CacheWrite = g.CacheWrite
+		mi.CacheWrite1h = max(mi.CacheWrite1h, mi.CacheWrite)
 	}
 	return mi
 }

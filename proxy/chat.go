@@ -99,6 +99,11 @@ func (p *Proxy) condense(w http.ResponseWriter, r *http.Request, route string, c
 	if ok {
 		done := func() {}
 		body = p.addRecallTool(r, codec, body, countOnly)
+		if _, ok := codec.(view.Meter); ok && info(r.Context()).billable {
+			// Its answers are read for measured usage (usage.go): asked
+			// unencoded, as the recall tool asks them.
+			r.Header.Del("Accept-Encoding")
+		}
 		if !countOnly {
 			r, done = p.keepAlive(r, body)
 		}

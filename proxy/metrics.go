@@ -36,6 +36,13 @@ type Metrics struct {
 	// The holdout arm (condense.holdout_share): requests counted and
 	// their estimated bill, per arm.
 	armRequests, armBill *prometheus.CounterVec
+	// Measured usage (usage.go): the tokens the upstream's answers
+	// reported, per model family and mode applied; their input bill in
+	// units of the input price; per arm; and the billed requests whose
+	// answers reported usage or not.
+	inputMeasured, outputMeasured *prometheus.CounterVec
+	billMeasured, armBillMeasured *prometheus.CounterVec
+	measuredRequests              *prometheus.CounterVec
 	// The recall tool: calls answered by outcome, items returned.
 	recalls       *prometheus.CounterVec
 	recalledItems prometheus.Counter
@@ -77,6 +84,35 @@ func (m *Metrics) observeBilled(rep condense.Report) {
 		m.observeTokens.WithLabelValues(family, "cache_write").Add(float64(rep.WouldCacheWrite))
 		m.observeBill.WithLabelValues(family, "would").Add(rep.WouldBill)
 		m.observeBill.WithLabelValues(family, "received").Add(rep.Bill)
+	}
+}
+
+// observeMeasured records what a billed request's answers reported (nil:
+// nothing measured).
+func (m *Metrics) observeMeasured(rep condense.Report, ms *Measured) {
+	if ms == nil {
+		return
+	}
+	family := rep.Family
+	if family == "" {
+		family = "unknown"
+	}
+	if !ms.Reported {
+		m.measuredRequests.WithLabelValues(family, "not_reported").Inc()
+		return
+	}
+	m.measuredRequests.WithLabelValues(family, "reported").Inc()
+	u := ms.Usage
+	for _, k := range []struct {
+		kind string
+		n    int
+	}{{"cache_read", u.CacheRead}, {"cache_write", u.CacheWrite - u.CacheWrite1h}, {"cache_write_1h", u.CacheWrite1h}, {"uncached", u.Uncached}} {
+		m.inputMeasured.WithLabelValues(family, rep.Applied, k.kind).Add(float64(k.n))
+	}
+	m.outputMeasured.WithLabelValues(family, rep.Applied).Add(float64(u.Output))
+	m.billMeasured.WithLabelValues(family, rep.Applied).Add(ms.Bill)
+	if rep.Arm != "" {
+		m.armBillMeasured.WithLabelValues(family, rep.Arm).Add(ms.Bill)
 	}
 }
 
@@ -161,6 +197,26 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_arm_bill_estimated_total",
 		Help: "Estimated input bill of the requests forwarded, in units of the input price, per model family and arm (condense.holdout_share); the holdout arm's is of the requests as received.",
 	}, []string{"family", "arm"})
+	m.inputMeasured = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_input_tokens_measured_total",
+		Help: "Input tokens the upstream's answers reported (measured usage), by model family, mode applied and kind: cache_read, cache_write (5-minute or unstated lifetime), cache_write_1h, uncached; the kinds add up to the prompts. Billed requests only; recall rounds included.",
+	}, []string{"family", "applied", "kind"})
+	m.outputMeasured = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_output_tokens_measured_total",
+		Help: "Output tokens the upstream's answers reported (reasoning included), by model family and mode applied.",
+	}, []string{"family", "applied"})
+	m.billMeasured = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_bill_measured_total",
+		Help: "Input bill of the usage the upstream's answers reported, in units of the model's input price (cache reads and writes at the model's prices), by model family and mode applied: compare condense_bill_estimated_total{bill=\"forwarded\"}.",
+	}, []string{"family", "applied"})
+	m.armBillMeasured = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_arm_bill_measured_total",
+		Help: "Measured input bill (condense_bill_measured_total) per model family and arm (condense.holdout_share).",
+	}, []string{"family", "arm"})
+	m.measuredRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "condense_measured_requests_total",
+		Help: "Billed requests of the condensing routes by whether their answers reported usage (reported, not_reported), per model family.",
+	}, []string{"family", "usage"})
 	m.tokensSaved = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "condense_tokens_saved_total",
 		Help: "Tokens removed from forwarded requests by condensing, summed per request: a conversation's removed tokens count again on each later request, so this is not a saving (the saving is condense_bill_estimated_total's uncondensed less forwarded).",
@@ -177,6 +233,7 @@ func NewMetrics(cacheStats func() CacheStats) *Metrics {
 		Name: "condense_recalled_items_total", Help: "Memory items (steps, summaries) returned by condense_recall.",
 	})
 	reg.MustRegister(m.recalls, m.recalledItems)
+	reg.MustRegister(m.inputMeasured, m.outputMeasured, m.billMeasured, m.armBillMeasured, m.measuredRequests)
 	reg.MustRegister(m.condensations, m.tokensSaved, m.summarizer, m.forwarded, m.prefixReused,
 		m.inputTokens, m.uncondensedTokens, m.bill, m.observeTokens, m.observeBill, m.armRequests, m.armBill)
 	reg.MustRegister(m.requests, m.tokens, m.overhead, m.upstreamErrors,

@@ -44,6 +44,11 @@ type reqInfo struct {
 	// billable: the report's bill counts if the upstream answers with
 	// success (a request it refused or failed costs nothing).
 	billable bool
+	// answers are the upstream's answers read for measured usage (the
+	// first, then each recall round's: usage.go); measured is what they
+	// reported, once the request was billed.
+	answers  []*meteredBody
+	measured *Measured
 }
 
 // billed reports whether a request answered with status was billed by
@@ -105,6 +110,10 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 			if rep := ri.report; rep != nil && ri.billable {
 				if billed(status, ri.upstreamErr) {
 					p.metrics.observeBilled(*rep)
+					if rec == nil {
+						ri.measured = p.measure(ri)
+						p.metrics.observeMeasured(*rep, ri.measured)
+					}
 				} else {
 					unbill(rep) // the log line, the page: nothing billed
 				}
@@ -138,6 +147,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 				}
 				attrs = append(attrs, slog.Int("cache_read", rep.CacheRead), slog.Int("cache_write", rep.CacheWrite),
 					slog.Float64("bill", round1(rep.Bill)), slog.Float64("bill_uncondensed", round1(rep.BillUncondensed)))
+				attrs = append(attrs, measuredAttrs(ri.measured, rep)...)
 				if rep.Arm != "" {
 					attrs = append(attrs, slog.String("arm", rep.Arm))
 				}

@@ -147,6 +147,12 @@ type Options struct {
 	MaxRecallCalls int
 	// RecallBudgetTokens bounds one recall's answer. Default 4000 (memory.recall_budget_tokens).
 	RecallBudgetTokens int
+
+	// Prices gives a model's prompt-cache prices, for pricing the usage
+	// the upstream's answers report (measured usage: usage.go). Nil:
+	// 0.1 reads, 1.25 writes, 2 for 1-hour writes (the engine's
+	// defaults).
+	Prices func(model string) Prices
 }
 
 // Codecs holds the codec of each condensing route's wire format.
@@ -295,6 +301,7 @@ func New(o Options) *Proxy {
 		// A protocol switch (a WebSocket on /v1/responses) is handed to
 		// the client as the upstream answered; the log says so.
 		ModifyResponse: func(res *http.Response) error {
+			p.meterAnswer(info(res.Request.Context()), res)
 			if err := p.answerRecalls(res); err != nil {
 				return err
 			}

@@ -280,6 +280,7 @@ func (p *Proxy) recallJSON(res *http.Response, ri *reqInfo, st *recallState) err
 		if err != nil {
 			return err
 		}
+		p.meterAnswer(ri, up)
 		body, err = readAnswer(up.Body)
 		if err != nil {
 			return err
@@ -520,6 +521,7 @@ func (s *recallStream) step() {
 				s.err = rr.err
 				return
 			}
+			s.p.meterAnswer(s.ri, rr.res)
 			rd := bufio.NewReaderSize(rr.res.Body, 64<<10)
 			if rr.res.StatusCode != http.StatusOK || sniffAnswer(rd) != answerStream {
 				rr.res.Body.Close()

@@ -196,7 +196,7 @@ func (c *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": choices})
+		json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": choices, "usage": chatUsage})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -224,8 +224,16 @@ func (c *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	chunk(map[string]any{}, finish)
+	// The usage, in a last chunk without choices (include_usage).
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": []any{}, "usage": chatUsage})
+	fmt.Fprintf(w, "data: %s\n\n", b)
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
+
+// chatUsage is the usage chatUpstream's answers report: 1000 tokens
+// read from the prompt cache, as the other fakes of recallStack report.
+var chatUsage = map[string]any{"prompt_tokens": 3000, "completion_tokens": 5, "total_tokens": 3005,
+	"prompt_tokens_details": map[string]any{"cached_tokens": 1000}}
 
 func (c *chatUpstream) received() []fakeupstream.Received {
 	c.mu.Lock()
@@ -250,8 +258,9 @@ func newRecallStack(t *testing.T, m model) *recallStack {
 		chat: &chatUpstream{answer: m},
 	}
 	counter := tokenizer.New(tokenizer.Options{})
-	st.msgs = &fakeupstream.Messages{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("messages", b) }}
-	st.resp = &fakeupstream.Responses{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("responses", b) }}
+	cached := func([]byte) fakeupstream.Usage { return fakeupstream.Usage{CacheRead: 1000} }
+	st.msgs = &fakeupstream.Messages{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("messages", b) }, Usage: cached}
+	st.resp = &fakeupstream.Responses{Counter: counter, Delay: -1, Answer: func(b []byte) fakeupstream.Reply { return m("responses", b) }, Usage: cached}
 	st.SetUpstream(http.HandlerFunc(st.route))
 	t.Cleanup(st.Close)
 	return st
@@ -433,6 +442,12 @@ func TestRecallAnsweredByTheProxy(t *testing.T) {
 					res.Body.Close()
 					if !strings.Contains(string(metrics), `condense_recalls_total{outcome="found"} 1`) {
 						t.Error("/metrics does not count the recall")
+					}
+					// Measured usage sums both answers the upstream billed:
+					// each read 1000 tokens from the prompt cache.
+					read := regexp.MustCompile(`(?m)^condense_input_tokens_measured_total\{[^}]*kind="cache_read"[^}]*\} (\S+)$`).FindStringSubmatch(string(metrics))
+					if read == nil || read[1] != "2000" || !strings.Contains(string(metrics), `usage="reported"} 1`) {
+						t.Errorf("measured cache reads %v, want 2000 (both answers) of 1 request reported", read)
 					}
 				})
 			}

@@ -49,6 +49,11 @@ type Event struct {
 	// Recalls are the condense_recall calls the proxy answered for this
 	// request: what was asked and what came back.
 	Recalls []memory.Recalled
+	// Measured is what the upstream's answers reported of the request's
+	// cost (usage.go): nil when nothing was measured (the request was not
+	// billed: refused, failed, cut; or counted tokens only); Reported
+	// false when it was billed but its answers reported no usage.
+	Measured *Measured
 }
 
 // record sends r's Event to the Recorder, if there is one and the request
@@ -67,5 +72,6 @@ func (p *Proxy) record(r *http.Request, ri *reqInfo, status int, start time.Time
 		Duration:  time.Since(start),
 		Report:    *ri.report,
 		Recalls:   ri.recalls,
+		Measured:  ri.measured,
 	})
 }

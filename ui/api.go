@@ -44,6 +44,44 @@ type overviewJSON struct {
 	// Holdout compares the holdout arm with the condensed one
 	// (condense.holdout_share); absent until a request had an arm.
 	Holdout *holdoutJSON `json:"holdout,omitempty"`
+	// Measured is what the upstream's answers reported, beside the
+	// estimate of the same requests.
+	Measured measuredJSON `json:"measured"`
+}
+
+// measuredJSON is measured usage summed, with the estimate's error on
+// it.
+type measuredJSON struct {
+	measuredSums
+	// Input is the prompts' tokens in all (cache reads, writes and
+	// uncached).
+	Input int64 `json:"input"`
+	// BillUSD is the measured bill in dollars, of the Priced requests;
+	// null when no measured request has a price ("unknown price").
+	BillUSD *usd `json:"bill_usd"`
+	// EstimateError is the engine's count of the forwarded requests over
+	// the prompts the provider counted (their first answers'), less 1;
+	// BillError the estimated bill over the measured one, less 1 (0.1:
+	// the estimate 10% over). Null when nothing was measured.
+	EstimateError *float64 `json:"estimate_error"`
+	BillError     *float64 `json:"bill_error"`
+}
+
+func measuredView(m measuredSums) measuredJSON {
+	out := measuredJSON{measuredSums: m, Input: m.input()}
+	if m.Priced > 0 {
+		v := m.BillUSD
+		out.BillUSD = &v
+	}
+	if m.FirstPrompt > 0 {
+		f := float64(m.EstimatedInput)/float64(m.FirstPrompt) - 1
+		out.EstimateError = &f
+	}
+	if m.Bill > 0 {
+		f := float64(m.EstimatedBill)/float64(m.Bill) - 1
+		out.BillError = &f
+	}
+	return out
 }
 
 // minArmConversations is the comparison's rule: with fewer conversations
@@ -64,8 +102,8 @@ type holdoutJSON struct {
 	// Saving is 1 − the condensed arm's estimated cost per conversation
 	// / the holdout arm's (negative: condensing costs more).
 	Saving *float64 `json:"saving"`
-	// MeasuredSaving is the same from the cost the provider reported:
-	// null until measured usage is read from the answers.
+	// MeasuredSaving is the same from the measured cost per
+	// conversation: null while either arm has none, or too little data.
 	MeasuredSaving *float64 `json:"measured_saving"`
 }
 
@@ -77,10 +115,15 @@ type armJSON struct {
 	// request of the arm has no known price ("unknown price").
 	CostPerConversation *float64 `json:"cost_per_conversation"`
 	USDPerConversation  *float64 `json:"usd_per_conversation"`
-	// MeasuredCostPerConversation is the cost the provider reported
-	// (measured usage), in dollars per conversation: null until the
-	// proxy reads usage from the answers.
+	// MeasuredCostPerConversation is the measured cost (the usage the
+	// answers reported, at the model's prices, plus the summarizer's
+	// estimated spend) per conversation, in input tokens' worth;
+	// MeasuredUSDPerConversation in dollars. Null while no request of
+	// the arm was measured, or one billed request's answers reported no
+	// usage (NotReported); the dollars also while a request of the arm
+	// has no known price.
 	MeasuredCostPerConversation *float64 `json:"measured_cost_per_conversation"`
+	MeasuredUSDPerConversation  *float64 `json:"measured_usd_per_conversation"`
 }
 
 func armView(a armSums) armJSON {
@@ -91,6 +134,14 @@ func armView(a armSums) armJSON {
 		if a.Priced == a.Requests {
 			d := a.CostUSD.float() / float64(a.Conversations)
 			out.USDPerConversation = &d
+		}
+		if a.Measured > 0 && a.NotReported == 0 {
+			m := a.MeasuredCost.float() / float64(a.Conversations)
+			out.MeasuredCostPerConversation = &m
+			if a.Priced == a.Requests {
+				d := a.MeasuredCostUSD.float() / float64(a.Conversations)
+				out.MeasuredUSDPerConversation = &d
+			}
 		}
 	}
 	return out
@@ -120,6 +171,19 @@ func holdoutView(arms [2]armSums) *holdoutJSON {
 		out.Verdict = fmt.Sprintf("condensed conversations cost %.1f%% less than the holdout's (estimated, per conversation)", 100*f)
 	} else {
 		out.Verdict = fmt.Sprintf("condensed conversations cost %.1f%% more than the holdout's (estimated, per conversation)", -100*f)
+	}
+	mc, mh := out.Condensed.MeasuredCostPerConversation, out.Holdout.MeasuredCostPerConversation
+	switch {
+	case mc == nil || mh == nil:
+		out.Verdict += "; measured: not reported in both arms"
+	case *mh > 0:
+		m := 1 - *mc / *mh
+		out.MeasuredSaving = &m
+		if m >= 0 {
+			out.Verdict += fmt.Sprintf("; measured: %.1f%% less", 100*m)
+		} else {
+			out.Verdict += fmt.Sprintf("; measured: %.1f%% more", -100*m)
+		}
 	}
 	return out
 }
@@ -212,6 +276,9 @@ type convJSON struct {
 	// Arm is the conversation's arm (condense.holdout_share): holdout
 	// or condensed; absent without one.
 	Arm string `json:"arm,omitempty"`
+	// Measured is what the upstream's answers reported of all its
+	// requests, beside the estimate.
+	Measured measuredJSON `json:"measured"`
 }
 
 type requestJSON struct {
@@ -254,6 +321,9 @@ type requestJSON struct {
 	Deferred bool `json:"deferred,omitempty"`
 	// Recalls counts the condense_recall calls the proxy answered.
 	Recalls int `json:"recalls,omitempty"`
+	// Measured is what the upstream's answers reported; absent when
+	// nothing was measured (the request was not billed).
+	Measured *requestMeasuredJSON `json:"measured,omitempty"`
 	// Observe mode (applied "observe"): what auto would have applied and
 	// forwarded, and that request's bill.
 	WouldApply       string  `json:"would_apply,omitempty"`
@@ -261,6 +331,26 @@ type requestJSON struct {
 	WouldBill        float64 `json:"would_bill,omitempty"`
 	WouldCacheRead   int     `json:"would_cache_read,omitempty"`
 	WouldCacheWrite  int     `json:"would_cache_write,omitempty"`
+}
+
+// requestMeasuredJSON is one request's measured usage: Reported false
+// ("not reported") when its answers said nothing of it, and nothing else
+// set.
+type requestMeasuredJSON struct {
+	Reported     bool    `json:"reported"`
+	Input        int     `json:"input,omitempty"` // the prompts' tokens in all
+	CacheRead    int     `json:"cache_read,omitempty"`
+	CacheWrite   int     `json:"cache_write,omitempty"`
+	CacheWrite1h int     `json:"cache_write_1h,omitempty"`
+	Uncached     int     `json:"uncached,omitempty"`
+	Output       int     `json:"output,omitempty"`
+	Bill         float64 `json:"bill,omitempty"` // in units of the input price
+	BillUSD      *usd    `json:"bill_usd,omitempty"`
+	// Answers is the upstream answers read: 1 plus the recall rounds.
+	Answers int `json:"answers,omitempty"`
+	// EstimateError is tokens_forwarded over the first answer's
+	// prompt, less 1.
+	EstimateError *float64 `json:"estimate_error,omitempty"`
 }
 
 type changeJSON struct {
@@ -430,6 +520,7 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 		out.ObserveSaving = saving(o.WouldBill, o.Bill)
 	}
 	out.Holdout = holdoutView(s.tot.Arms)
+	out.Measured = measuredView(s.tot.Measured)
 	keepAlive := s.keepAlive
 	s.mu.Unlock()
 	if keepAlive != nil {
@@ -621,6 +712,7 @@ func (s *store) convView(c *conversation, v viewer) convJSON {
 		Bill: c.bill.Bill, BillUncondensed: c.bill.BillUncondensed, BillSaving: saving(c.bill.Bill, c.bill.BillUncondensed),
 		Observed: c.observed.Requests, ObserveBill: c.observed.Bill, WouldBill: c.observed.WouldBill,
 		BillUSD: c.bill.usdOf(false), BillUncondensedUSD: c.bill.usdOf(true), Unpriced: c.bill.Unpriced, Arm: c.arm,
+		Measured: measuredView(c.measured),
 	}
 	if c.observed.Requests > 0 {
 		cj.ObserveSaving = saving(c.observed.WouldBill, c.observed.Bill)
@@ -643,8 +735,25 @@ func rowView(r *row) requestJSON {
 		v := dollars(inputsOf(r.bill), r.price)
 		bill = &v
 	}
+	var measured *requestMeasuredJSON
+	if m := r.measured; m != nil {
+		measured = &requestMeasuredJSON{Reported: m.Reported}
+		if m.Reported {
+			u := m.Usage
+			measured.Input, measured.CacheRead, measured.CacheWrite, measured.CacheWrite1h = u.Prompt(), u.CacheRead, u.CacheWrite, u.CacheWrite1h
+			measured.Uncached, measured.Output, measured.Bill, measured.Answers = u.Uncached, u.Output, m.Bill, m.Answers
+			if r.price > 0 {
+				v := dollars(inputsOf(m.Bill), r.price)
+				measured.BillUSD = &v
+			}
+			if m.FirstPrompt > 0 && r.after > 0 {
+				f := float64(r.after)/float64(m.FirstPrompt) - 1
+				measured.EstimateError = &f
+			}
+		}
+	}
 	return requestJSON{
-		InputPrice: r.price, BillUSD: bill,
+		InputPrice: r.price, BillUSD: bill, Measured: measured,
 		N: r.n, Time: r.time, Status: r.status, DurationMS: float64(r.duration.Microseconds()) / 1000,
 		Mode: r.mode, Applied: r.applied, Outcome: r.outcome,
 		TokensReceived: r.before, TokensForwarded: r.after, Window: r.window, Trigger: r.trigger,

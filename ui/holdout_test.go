@@ -8,6 +8,7 @@ import (
 
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/proxy"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // TestDollars: each request's bill at its model's input price, summed per
@@ -144,4 +145,92 @@ func TestHoldoutComparison(t *testing.T) {
 	if arms[condense.ArmCondensed] != 12 || arms[condense.ArmHoldout] != 10 || arms[""] != 1 {
 		t.Errorf("conversations by arm: %v", arms)
 	}
+}
+
+// TestHoldoutMeasured: the arms' measured cost per conversation is the
+// input bill of the usage the answers reported plus the summarizer's
+// estimated spend, and the measured saving compares them; a request of
+// an arm whose answers reported no usage leaves that arm without a
+// measured cost (and the comparison without a measured saving), and a
+// failed request (no Measured) changes nothing measured.
+//
+//	condensed: 10 conversations of 2 requests measured at 800, 500 of
+//	  summaries on the first: 2,100 per conversation ($0.0042 at $2/MTok)
+//	holdout: 10 conversations of 2 requests measured at 2,000: 4,000
+//	  ($0.008); measured saving 1 − 2,100/4,000 = 0.475
+func TestHoldoutMeasured(t *testing.T) {
+	u := New(Options{Scope: scopeOf})
+	t0 := time.Now().Add(-time.Hour)
+	send := func(arm string, conv int, spend float64, m *proxy.Measured, status int) {
+		rep := condense.Report{Model: "gpt-4o", Counted: true, Conversation: fmt.Sprintf("%s-%d", arm, conv), Format: "chat",
+			TokensBefore: 9000, TokensAfter: 9000, PrefixReused: -1, Bill: 1000, BillUncondensed: 1000, SummarizerSpend: spend,
+			InputPrice: 2, Arm: arm, Applied: condense.AppliedFull}
+		if arm == condense.ArmHoldout {
+			rep.Applied, rep.WouldApply = condense.AppliedObserve, condense.AppliedFull
+		}
+		u.Record(proxy.Event{Time: t0, Scope: bearer("k"), Mode: "auto", Status: status, Report: rep, Measured: m})
+	}
+	measured := func(bill float64) *proxy.Measured {
+		return &proxy.Measured{Reported: true, Answers: 1, FirstPrompt: 10000, Bill: bill,
+			Usage: view.Usage{Known: true, CacheRead: 8000, CacheWrite: 1000, Uncached: 1000, Output: 50}}
+	}
+	for c := range 10 {
+		send(condense.ArmCondensed, c, 500, measured(800), 200)
+		send(condense.ArmCondensed, c, 0, measured(800), 200)
+		send(condense.ArmHoldout, c, 0, measured(2000), 200)
+		send(condense.ArmHoldout, c, 0, measured(2000), 200)
+	}
+	send(condense.ArmHoldout, 0, 0, nil, 502) // failed: nothing measured
+	var ov overviewResp
+	call(t, u, "/ui/api/overview", remote, &ov)
+	h := ov.Holdout
+	if h == nil || !h.Enough {
+		t.Fatalf("arms: %+v", h)
+	}
+	if !near(h.Condensed.MeasuredCostPerConversation, 2100) || !near(h.Holdout.MeasuredCostPerConversation, 4000) {
+		t.Errorf("measured cost per conversation %s / %s, want 2100 / 4000",
+			show(h.Condensed.MeasuredCostPerConversation), show(h.Holdout.MeasuredCostPerConversation))
+	}
+	if !near(h.Condensed.MeasuredUSDPerConversation, 0.0042) || !near(h.Holdout.MeasuredUSDPerConversation, 0.008) {
+		t.Errorf("measured dollars per conversation %s / %s, want 0.0042 / 0.008",
+			show(h.Condensed.MeasuredUSDPerConversation), show(h.Holdout.MeasuredUSDPerConversation))
+	}
+	if !near(h.MeasuredSaving, 1-2100.0/4000) || !strings.Contains(h.Verdict, "measured: 47.5% less") {
+		t.Errorf("measured saving %s, verdict %q; want 0.475", show(h.MeasuredSaving), h.Verdict)
+	}
+	m := ov.Measured
+	if m.Requests != 40 || m.NotReported != 0 || m.CacheRead != 320000 || m.Input != 400000 || m.Bill.float() != 56000 ||
+		!near(m.EstimateError, 9000.0/10000-1) || !near(m.BillError, 40000.0/56000-1) {
+		t.Errorf("overview measured: %+v (estimate error %s, bill error %s)", m.measuredSums, show(m.EstimateError), show(m.BillError))
+	}
+
+	// A holdout request whose answer reported no usage.
+	send(condense.ArmHoldout, 3, 0, &proxy.Measured{Answers: 1}, 200)
+	call(t, u, "/ui/api/overview", remote, &ov)
+	h = ov.Holdout
+	if h.Holdout.MeasuredCostPerConversation != nil || h.MeasuredSaving != nil || !near(h.Condensed.MeasuredCostPerConversation, 2100) ||
+		!strings.Contains(h.Verdict, "not reported") || ov.Measured.NotReported != 1 {
+		t.Errorf("after a request without usage: holdout measured %s, saving %s, verdict %q, not reported %d",
+			show(h.Holdout.MeasuredCostPerConversation), show(h.MeasuredSaving), h.Verdict, ov.Measured.NotReported)
+	}
+	// The requests say it too.
+	var list listResp
+	call(t, u, "/ui/api/conversations", remote, &list)
+	for _, c := range list.Conversations {
+		if c.Arm != condense.ArmHoldout || c.Measured.NotReported == 0 {
+			continue
+		}
+		var conv convResp
+		call(t, u, "/ui/api/conversations/"+c.ID, remote, &conv)
+		last := conv.Requests[len(conv.Requests)-1]
+		if last.Measured == nil || last.Measured.Reported {
+			t.Errorf("the request without usage: %+v", last.Measured)
+		}
+		if first := conv.Requests[0]; first.Measured == nil || !first.Measured.Reported || first.Measured.Input != 10000 ||
+			first.Measured.BillUSD == nil || first.Measured.BillUSD.float() != 0.004 || !near(first.Measured.EstimateError, -0.1) {
+			t.Errorf("a measured request: %+v", first.Measured)
+		}
+		return
+	}
+	t.Error("no conversation with a request without usage")
 }

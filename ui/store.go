@@ -84,7 +84,8 @@ type conversation struct {
 	total     int // requests seen, including those no longer kept
 	condensed int
 	degraded  int
-	bill      billSums    // every request seen, including those no longer kept
+	bill      billSums // every request seen, including those no longer kept
+	measured  measuredSums
 	observed  observeSums // its requests in observe mode
 	arm       string      // its arm (condense.holdout_share), once a request said it
 	rows      []row       // ring: request n is at (n-1) % cap
@@ -131,7 +132,10 @@ type row struct {
 	// request (a name from the engine's table, never request text).
 	compaction string
 	recalls    int // condense_recall calls the proxy answered
-	detail     *detail
+	// measured is what the upstream's answers reported (nil: nothing
+	// measured: not billed).
+	measured *proxy.Measured
+	detail   *detail
 }
 
 // detail is what the detail view needs beyond the row; its strings are
@@ -174,6 +178,9 @@ type totals struct {
 	Recalls         int64 `json:"recalls"`  // condense_recall calls the proxy answered
 	billSums
 	Observe observeSums `json:"observe"`
+	// Measured is what the upstream's answers reported (measured usage);
+	// the overview shows it as measuredJSON.
+	Measured measuredSums `json:"-"`
 	// Arms are the holdout arm's figures (condense.holdout_share), by
 	// arm: armCondensed, armHoldout.
 	Arms [2]armSums `json:"-"`
@@ -304,9 +311,18 @@ type armSums struct {
 	Cost          inputs `json:"cost"`
 	CostUSD       usd    `json:"cost_usd"`
 	Priced        int64  `json:"priced"` // requests with a known input price
+	// The measured cost: the input bill of the usage the answers
+	// reported plus the summarizer's estimated spend (its calls' usage is
+	// not measured), of the Measured requests; NotReported are billed
+	// requests whose answers reported no usage (while there is one, the
+	// arm has no measured cost per conversation).
+	Measured        int64  `json:"measured"`
+	NotReported     int64  `json:"not_reported"`
+	MeasuredCost    inputs `json:"measured_cost"`
+	MeasuredCostUSD usd    `json:"measured_cost_usd"`
 }
 
-func (a *armSums) add(rep *condense.Report) {
+func (a *armSums) add(rep *condense.Report, m *proxy.Measured) {
 	a.Requests++
 	cost := inputsOf(rep.Bill) + inputsOf(rep.SummarizerSpend)
 	a.Cost += cost
@@ -314,7 +330,73 @@ func (a *armSums) add(rep *condense.Report) {
 		a.Priced++
 		a.CostUSD += dollars(cost, rep.InputPrice)
 	}
+	switch {
+	case m == nil:
+	case !m.Reported:
+		a.NotReported++
+	default:
+		a.Measured++
+		mc := inputsOf(m.Bill) + inputsOf(rep.SummarizerSpend)
+		a.MeasuredCost += mc
+		a.MeasuredCostUSD += dollars(mc, rep.InputPrice)
+	}
 }
+
+// measuredSums add up what the upstream's answers reported (proxy's
+// measured usage) of the billed requests: Requests whose answers
+// reported usage, NotReported those whose did not; the prompt tokens
+// read from the cache, written to it (CacheWrite1h of them for an hour)
+// and uncached; the output; the measured input bill in units of the
+// input price (and in dollars for the requests with a price: Priced);
+// and, for the same requests, the engine's estimate: its count of the
+// forwarded requests (EstimatedInput, against FirstPrompt, the first
+// answers' prompts) and its bill (EstimatedBill).
+type measuredSums struct {
+	Requests       int64  `json:"requests"`
+	NotReported    int64  `json:"not_reported"`
+	CacheRead      int64  `json:"cache_read"`
+	CacheWrite     int64  `json:"cache_write"`
+	CacheWrite1h   int64  `json:"cache_write_1h"`
+	Uncached       int64  `json:"uncached"`
+	Output         int64  `json:"output"`
+	Bill           inputs `json:"bill"`
+	BillUSD        usd    `json:"-"` // shown by measuredJSON (null: no price)
+	Priced         int64  `json:"priced"`
+	FirstPrompt    int64  `json:"first_prompt"`
+	EstimatedInput int64  `json:"estimated_input"`
+	EstimatedBill  inputs `json:"estimated_bill"`
+}
+
+func (s *measuredSums) add(rep *condense.Report, m *proxy.Measured) {
+	switch {
+	case m == nil:
+		return
+	case !m.Reported:
+		s.NotReported++
+		return
+	}
+	s.Requests++
+	u := m.Usage
+	s.CacheRead += int64(u.CacheRead)
+	s.CacheWrite += int64(u.CacheWrite)
+	s.CacheWrite1h += int64(u.CacheWrite1h)
+	s.Uncached += int64(u.Uncached)
+	s.Output += int64(u.Output)
+	b := inputsOf(m.Bill)
+	s.Bill += b
+	if knownPrice(rep.InputPrice) {
+		s.Priced++
+		s.BillUSD += dollars(b, rep.InputPrice)
+	}
+	if _, ok := m.EstimateError(rep); ok {
+		s.FirstPrompt += int64(m.FirstPrompt)
+		s.EstimatedInput += int64(rep.TokensAfter)
+	}
+	s.EstimatedBill += inputsOf(rep.Bill)
+}
+
+// input is the prompts' tokens in all.
+func (s *measuredSums) input() int64 { return s.CacheRead + s.CacheWrite + s.Uncached }
 
 // observeSums add up the requests of observe mode (applied "observe"):
 // forwarded as received, with what auto would have forwarded instead.
@@ -474,8 +556,9 @@ func (s *store) record(ev *proxy.Event) {
 	t.billSums.add(rep)
 	t.Observe.add(rep)
 	if i := armIndex(rep.Arm); i >= 0 && rep.Counted {
-		t.Arms[i].add(rep)
+		t.Arms[i].add(rep, ev.Measured)
 	}
+	t.Measured.add(rep, ev.Measured)
 	if rep.Deferred != "" {
 		t.Deferred++
 	}
@@ -620,6 +703,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 		c.degraded++
 	}
 	c.bill.add(rep)
+	c.measured.add(rep, ev.Measured)
 	c.observed.add(rep)
 	if i := armIndex(rep.Arm); i >= 0 && c.arm != rep.Arm {
 		c.arm = condense.ArmCondensed
@@ -639,6 +723,10 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 		degraded:  rep.Degraded != "",
 		cacheRead: rep.CacheRead, cacheWrite: rep.CacheWrite, bill: rep.Bill, billUncondensed: rep.BillUncondensed,
 		deferred: rep.Deferred != "", recalls: len(ev.Recalls),
+	}
+	if ev.Measured != nil {
+		m := *ev.Measured
+		r.measured = &m
 	}
 	if knownPrice(rep.InputPrice) {
 		r.price = rep.InputPrice

@@ -278,6 +278,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		MaxRecallRounds:        cfg.Memory.MaxRecallRounds,
 		MaxRecallCalls:         cfg.Memory.MaxRecallCalls,
 		RecallBudgetTokens:     cfg.Memory.RecallBudgetTokens,
+		Prices: func(model string) proxy.Prices {
+			mi := a.Registry.Lookup(model)
+			return proxy.Prices{CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheWrite1h: mi.CacheWrite1h}
+		},
 	}
 	if a.Memory != nil {
 		popts.Recall = a.Memory

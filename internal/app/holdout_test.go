@@ -135,13 +135,16 @@ func TestHoldoutShare(t *testing.T) {
 		Requests            int      `json:"requests"`
 		CostPerConversation *float64 `json:"cost_per_conversation"`
 		USDPerConversation  *float64 `json:"usd_per_conversation"`
+		// The fake's answers report usage: measured.
+		MeasuredCostPerConversation *float64 `json:"measured_cost_per_conversation"`
 	}
 	var ov struct {
 		Holdout *struct {
-			Enough    bool    `json:"enough"`
-			Verdict   string  `json:"verdict"`
-			Condensed armJSON `json:"condensed"`
-			Holdout   armJSON `json:"holdout"`
+			MeasuredSaving *float64 `json:"measured_saving"`
+			Enough         bool     `json:"enough"`
+			Verdict        string   `json:"verdict"`
+			Condensed      armJSON  `json:"condensed"`
+			Holdout        armJSON  `json:"holdout"`
 		} `json:"holdout"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&ov)
@@ -150,9 +153,13 @@ func TestHoldoutShare(t *testing.T) {
 		t.Fatalf("no holdout comparison on the page (%v)", err)
 	}
 	for arm, v := range map[string]armJSON{"holdout": ov.Holdout.Holdout, "condensed": ov.Holdout.Condensed} {
-		if v.Conversations != count[arm] || v.Requests != count[arm] || v.CostPerConversation == nil || v.USDPerConversation == nil {
-			t.Errorf("page, %s arm: %+v, want %d conversations and requests, their cost in tokens' worth and dollars", arm, v, count[arm])
+		if v.Conversations != count[arm] || v.Requests != count[arm] || v.CostPerConversation == nil || v.USDPerConversation == nil ||
+			v.MeasuredCostPerConversation == nil {
+			t.Errorf("page, %s arm: %+v, want %d conversations and requests, their cost in tokens' worth and dollars, estimated and measured", arm, v, count[arm])
 		}
+	}
+	if ov.Holdout.MeasuredSaving == nil {
+		t.Error("page: no measured saving")
 	}
 	if !ov.Holdout.Enough || strings.Contains(ov.Holdout.Verdict, "too little") {
 		t.Errorf("page: enough %v, verdict %q with %v", ov.Holdout.Enough, ov.Holdout.Verdict, count)

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Received is one request as the upstream saw it.
@@ -57,6 +59,12 @@ type Server struct {
 	ChunkDelay time.Duration
 	// Chunks is how many content chunks a streamed answer has. Default 3.
 	Chunks int
+	// Usage, if set, says what each answer reports of its prompt (its
+	// cache reads and writes), and a stream reports it in a last chunk
+	// when the request asks for it (stream_options.include_usage), as
+	// OpenAI does. Nil: a JSON answer reports a prompt of 1 token, a
+	// stream no usage.
+	Usage func(body []byte) Usage
 }
 
 // New returns a fake upstream.
@@ -189,8 +197,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	s.record(r, body, 200)
+	usage := map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+	u, withUsage := usageOf(s.Usage, body, 1)
+	if withUsage {
+		usage = map[string]any{"prompt_tokens": u.Prompt, "completion_tokens": 1, "total_tokens": u.Prompt + 1,
+			"prompt_tokens_details": u.details()}
+	}
 	if req.Stream {
-		s.stream(w, r, req.Model, text)
+		if !withUsage || !gjson.GetBytes(body, "stream_options.include_usage").Bool() {
+			usage = nil
+		}
+		s.stream(w, r, req.Model, text, usage)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -198,12 +215,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"id": "chatcmpl-fake", "object": "chat.completion", "created": 1, "model": req.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
 			"message": map[string]any{"role": "assistant", "content": text}}},
-		"usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+		"usage": usage,
 	})
 	w.Write(out)
 }
 
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text string) {
+// stream answers with chunks; usage, when not nil, in a last chunk
+// without choices (stream_options.include_usage).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text string, usage map[string]any) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	fl, _ := w.(http.Flusher)
@@ -231,7 +250,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, model, text stri
 	}
 	end, _ := json.Marshal(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
 		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}})
-	fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", end)
+	fmt.Fprintf(w, "data: %s\n\n", end)
+	if usage != nil {
+		last, _ := json.Marshal(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1, "model": model,
+			"choices": []any{}, "usage": usage})
+		fmt.Fprintf(w, "data: %s\n\n", last)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
 	if fl != nil {
 		fl.Flush()
 	}

@@ -52,6 +52,9 @@ type Messages struct {
 	// Delay is the pause before each answer. Zero: DefaultDelay; negative:
 	// none.
 	Delay time.Duration
+	// Usage, if set, says what each answer reports of its prompt (its
+	// cache reads and writes). Nil: the count, nothing cached.
+	Usage func(body []byte) Usage
 
 	once sync.Once
 	seq  atomic.Int64
@@ -158,6 +161,10 @@ func (m *Messages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		stop = "tool_use"
 	}
 	usage := map[string]any{"input_tokens": tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": out}
+	startUsage := map[string]any{"input_tokens": tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}
+	if u, ok := usageOf(m.Usage, body, tokens); ok {
+		usage, startUsage = u.anthropic(out), u.anthropic(1)
+	}
 	if !gjson.GetBytes(body, "stream").Bool() {
 		content := make([]any, len(blocks))
 		for i, b := range blocks {
@@ -180,8 +187,7 @@ func (m *Messages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 1}}})
+		"stop_reason": nil, "stop_sequence": nil, "usage": startUsage}})
 	event("ping", map[string]any{"type": "ping"})
 	for i, b := range blocks {
 		event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": b.start()})

@@ -64,6 +64,9 @@ type Responses struct {
 	// Delay is the pause before each answer. Zero: DefaultDelay; negative:
 	// none.
 	Delay time.Duration
+	// Usage, if set, says what each answer reports of its prompt (its
+	// cache reads and writes). Nil: the count, nothing cached.
+	Usage func(body []byte) Usage
 
 	once sync.Once
 	seq  atomic.Int64
@@ -199,8 +202,9 @@ func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		c["status"] = "completed"
 		c["output"] = done
-		c["usage"] = map[string]any{"input_tokens": tokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": reasoning}, "total_tokens": tokens + out}
+		u, _ := usageOf(s.Usage, body, tokens)
+		c["usage"] = map[string]any{"input_tokens": u.Prompt, "input_tokens_details": u.details(),
+			"output_tokens": out, "output_tokens_details": map[string]any{"reasoning_tokens": reasoning}, "total_tokens": u.Prompt + out}
 		return c
 	}
 	if !root.Get("stream").Bool() {

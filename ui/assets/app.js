@@ -61,6 +61,12 @@ function saved(f, would) {
   if (would) return f >= 0 ? 'would save ' + frac(f) : 'would cost ' + frac(-f) + ' more';
   return f >= 0 ? 'saved ' + frac(f) : 'costs ' + frac(-f) + ' more';
 }
+// measuredText says what a measured usage sum shows (reads, writes,
+// uncached: the prompt cache as the provider reported it).
+function measuredText(m) {
+  if (!m || !m.requests) return m && m.not_reported ? 'not reported (' + plural(m.not_reported, 'answer') + ' without usage)' : 'nothing measured yet';
+  return short(m.cache_read) + ' read / ' + short(m.cache_write) + ' written / ' + short(m.uncached) + ' outside the prompt cache';
+}
 function ago(t) {
   const d = Math.max(0, (Date.now() - new Date(t).getTime()) / 1000);
   if (d < 60) return Math.round(d) + ' s ago';
@@ -273,6 +279,12 @@ function renderCards(ov) {
     stat('Bill in dollars (estimated)', t.priced > 0 ? usd(t.bill_uncondensed_usd) + ' → ' + usd(t.bill_usd) : 'unknown price',
       t.priced > 0 ? 'each request\'s bill at its model\'s input price' + (t.unpriced ? ' · ' + plural(t.unpriced, 'request') + ' of unknown price left out' : '')
         : (t.unpriced ? 'no model seen has a known input price (input_price_per_mtok)' : 'nothing billed yet')),
+    stat('Bill (measured)', ov.measured.requests ? bill(ov.measured.bill) + ' (est. ' + bill(ov.measured.estimated_bill) + ')' : 'not reported',
+      measuredText(ov.measured) + (ov.measured.requests ? ' · what the provider reported, in input tokens\' worth' +
+        (ov.measured.bill_usd !== null ? ' · ' + usd(ov.measured.bill_usd) : '') +
+        ' · estimate error ' + frac(ov.measured.estimate_error) + ' on input' +
+        (ov.measured.not_reported ? ' · ' + plural(ov.measured.not_reported, 'request') + ' not reported' : '') : ''),
+      ov.measured.not_reported ? 'warn' : ''),
     stat('Prompt cache', frac(ov.cache_read_share), ov.cache_read_share === null ? 'nothing forwarded yet'
       : 'of the forwarded tokens read from the provider\'s prompt cache (estimated)' + (t.prefix_requests > 0 ? ' · prefix kept ' + pct(t.prefix_reused, t.prefix_forwarded) : '')),
     stat('Summaries', num(t.summaries), num(t.summaries_cached || 0) + ' from the summary cache · ' + plural(t.summarizer_calls, 'summarizer call') +
@@ -291,7 +303,8 @@ function renderCards(ov) {
     // The holdout arm (condense.holdout_share): conversations forwarded as received vs condensed ones.
     const arm = (name, a) => name + ': ' + plural(a.conversations, 'conversation') + ', ' + plural(a.requests, 'request') +
       ', ' + (a.cost_per_conversation === null ? '—' : billExact(a.cost_per_conversation)) + ' per conversation (' + usd(a.usd_per_conversation) + ')' +
-      (a.measured_cost_per_conversation !== null ? ', measured ' + usd(a.measured_cost_per_conversation) : '');
+      (a.measured_cost_per_conversation !== null ? ', measured ' + billExact(a.measured_cost_per_conversation) + ' (' + usd(a.measured_usd_per_conversation) + ')'
+        : a.not_reported ? ', measured: not reported' : '');
     $('#cards').append(stat('Holdout arm', ho.enough ? saved(ho.saving) : 'too little data to tell',
       ho.verdict + ' · ' + arm('condensed', ho.condensed) + ' · ' + arm('holdout', ho.holdout), 'observe'));
   }
@@ -466,6 +479,8 @@ function renderConv(r) {
       chip('bill, est.', billExact(c.bill_uncondensed) + ' → ' + billExact(c.bill) + ' (' + saved(c.bill_saving) + ')'),
       chip('bill in dollars', c.bill_usd === null ? 'unknown price' : usd(c.bill_uncondensed_usd) + ' → ' + usd(c.bill_usd) +
         (c.unpriced ? ' (' + plural(c.unpriced, 'request') + ' of unknown price left out)' : '')),
+      chip('measured', c.measured.requests ? measuredText(c.measured) + ' · bill ' + billExact(c.measured.bill) + ' (est. ' + billExact(c.measured.estimated_bill) + ')' +
+        (c.measured.not_reported ? ' · ' + num(c.measured.not_reported) + ' not reported' : '') : measuredText(c.measured)),
       c.arm ? chip('arm', c.arm === 'holdout' ? 'holdout: forwarded as received (condense.holdout_share)' : 'condensed') : '',
       c.observed ? chip('observe', plural(c.observed, 'request') + ', auto would bill ' + billExact(c.would_bill) + ' (' + saved(c.observe_saving, true) + ')') : '',
       chip('first seen', new Date(c.first).toLocaleString())),
@@ -564,7 +579,10 @@ function requestsTable(reqs, id, sel) {
   h('td', { class: 'num' }, num(q.tokens_forwarded)),
   h('td', { class: 'badges' }, kinds(q).map(([k, c, fresh]) => h('span', { class: 'badge ' + k, title: k === 'deferred' ? DEFERRED : fresh ? fresh + ' new in this request' : '' },
     (c ? k + ' ×' + c : k) + (fresh && fresh < c ? ' (' + fresh + ' new)' : '')))),
-  h('td', { class: 'num', title: 'tokens read from the prompt cache / written (estimated)' }, short(q.cache_read) + ' / ' + short(q.cache_write)),
+  h('td', { class: 'num', title: 'tokens read from the prompt cache / written (estimated)' + (q.measured ? '; measured: ' +
+    (q.measured.reported ? num(q.measured.cache_read || 0) + ' / ' + num(q.measured.cache_write || 0) : 'not reported') : '') },
+    short(q.cache_read) + ' / ' + short(q.cache_write),
+    q.measured && q.measured.reported ? h('div', { class: 'muted' }, short(q.measured.cache_read || 0) + ' / ' + short(q.measured.cache_write || 0) + ' meas.') : ''),
   h('td', { class: 'num', title: 'uncondensed: ' + billExact(q.bill_uncondensed) }, bill(q.bill),
     q.applied === 'observe' ? h('span', { class: 'muted' }, ' (would ' + bill(q.would_bill) + ')') : ''),
   h('td', { class: 'num' }, num(q.summarizer_calls)),
@@ -618,6 +636,11 @@ function renderDetail(r) {
     h('div', { class: 'chips' },
       chip('prompt cache read / written', num(d.cache_read) + ' / ' + num(d.cache_write)),
       chip('bill, est.', billExact(d.bill) + ' (uncondensed ' + billExact(d.bill_uncondensed) + ')'),
+      d.measured ? chip('measured', d.measured.reported ? num(d.measured.input || 0) + ' input: ' + num(d.measured.cache_read || 0) + ' read / ' +
+        num(d.measured.cache_write || 0) + ' written' + (d.measured.cache_write_1h ? ' (' + num(d.measured.cache_write_1h) + ' for 1h)' : '') +
+        ' / ' + num(d.measured.uncached || 0) + ' outside the prompt cache · ' + num(d.measured.output || 0) + ' output · bill ' + billExact(d.measured.bill) +
+        (d.measured.answers > 1 ? ' over ' + d.measured.answers + ' answers (recall rounds)' : '') +
+        (d.measured.estimate_error !== undefined ? ' · estimate error ' + frac(d.measured.estimate_error) : '') : 'not reported') : '',
       d.applied === 'observe' ? [chip('observe → would apply', d.would_apply || 'none'), chip('would forward', num(d.would_tokens_after) + ' tokens'),
         chip('would bill', billExact(d.would_bill) + ' (prompt cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
       d.deferred ? h('span', { class: 'chip deferred' }, 'deferred ', h('b', {}, d.deferred_reason || 'condensing it would not have paid')) : ''),
