@@ -1,21 +1,22 @@
 // Package agents runs real coding agents — Claude Code (Anthropic
-// Messages), Codex (OpenAI Responses) and qwen-code (chat completions) —
-// headless and offline against a local upstream, for the end-to-end tests
-// of condense-proxy.
+// Messages), Codex (OpenAI Responses), qwen-code (chat completions) and
+// Gemini CLI (Gemini generateContent) — headless and offline against a
+// local upstream, for the end-to-end tests of condense-proxy.
 //
-// The pinned versions (ClaudeCodeVersion, CodexVersion, QwenCodeVersion)
-// are installed from npm by .ci/run into Dir(); Find looks at the
-// CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN / CONDENSE_QWEN_BIN overrides'
-// targets, then there, then on PATH.
+// The pinned versions (ClaudeCodeVersion, CodexVersion, QwenCodeVersion,
+// GeminiCLIVersion) are installed from npm by .ci/run into Dir(); Find
+// looks at the CONDENSE_CLAUDE_BIN / CONDENSE_CODEX_BIN /
+// CONDENSE_QWEN_BIN / CONDENSE_GEMINI_BIN overrides' targets, then there,
+// then on PATH.
 // Require turns a missing agent into a skipped test, or a failed one in
 // CI (testenv.InCI).
 //
 // A test starts an in-process proxy (internal/harness) in front of the
-// strict Messages or Responses fake (internal/fakeupstream), or the
-// tests' strict chat-completions fake, driven by a Script, puts a Front
-// recorder around the proxy, writes large files into a scratch work
+// strict Messages, Responses or Gemini fake (internal/fakeupstream), or
+// the tests' strict chat-completions fake, driven by a Script, puts a
+// Front recorder around the proxy, writes large files into a scratch work
 // directory (WriteFiles) and runs the agent with ClaudeCommand,
-// CodexCommand or QwenCommand: the script makes the agent read one file
+// CodexCommand, QwenCommand or GeminiCommand: the script makes the agent read one file
 // per step, and the recorders tell what the agent sent, what the proxy
 // answered and what the upstream received.
 package agents
@@ -38,6 +39,7 @@ const (
 	ClaudeCodeVersion = "2.1.197" // npm @anthropic-ai/claude-code
 	CodexVersion      = "0.169.0" // npm @openai/codex
 	QwenCodeVersion   = "0.24.4"  // npm @qwen-code/qwen-code
+	GeminiCLIVersion  = "0.61.0"  // npm @google/gemini-cli
 )
 
 // Agent names, as their binaries are called.
@@ -45,6 +47,7 @@ const (
 	Claude = "claude"
 	Codex  = "codex"
 	Qwen   = "qwen"
+	Gemini = "gemini"
 )
 
 // Dir is where .ci/run installs the pinned agents (an npm prefix):
@@ -66,8 +69,9 @@ func envOverride(name string) string {
 	return "CONDENSE_" + strings.ToUpper(name) + "_BIN"
 }
 
-// Find returns the path of an agent's binary (Claude, Codex or Qwen): the
-// file $CONDENSE_CLAUDE_BIN / $CONDENSE_CODEX_BIN / $CONDENSE_QWEN_BIN names, else
+// Find returns the path of an agent's binary (Claude, Codex, Qwen or
+// Gemini): the file $CONDENSE_CLAUDE_BIN / $CONDENSE_CODEX_BIN /
+// $CONDENSE_QWEN_BIN / $CONDENSE_GEMINI_BIN names, else
 // Dir()/node_modules/.bin/<name>, else <name> on PATH.
 func Find(name string) (string, error) {
 	if p := os.Getenv(envOverride(name)); p != "" {
@@ -93,6 +97,8 @@ func npmPackage(name string) string {
 		return "@openai/codex@" + CodexVersion
 	case Qwen:
 		return "@qwen-code/qwen-code@" + QwenCodeVersion
+	case Gemini:
+		return "@google/gemini-cli@" + GeminiCLIVersion
 	}
 	return "@anthropic-ai/claude-code@" + ClaudeCodeVersion
 }
@@ -299,6 +305,76 @@ func QwenCommand(o QwenOptions) *exec.Cmd {
 		"OPENAI_MODEL="+o.Model,
 		"QWEN_USAGE_STATISTICS_ENABLED=false",
 		"QWEN_CODE_SUPPRESS_YOLO_WARNING=1",
+	)
+	cmd.Env = append(cmd.Env, o.Env...)
+	return cmd
+}
+
+// GeminiOptions configures a Gemini CLI run.
+type GeminiOptions struct {
+	Bin string // from Require(t, Gemini)
+	// BaseURL is the proxy's root (GOOGLE_GEMINI_BASE_URL), without
+	// /v1beta: the CLI appends /v1beta/models/{model}:{method}.
+	BaseURL string
+	Home    string // scratch HOME; settings in Home/.gemini/settings.json
+	Workdir string
+	Prompt  string
+	// Model; default "gemini-2.5-pro" (named with --model, so the CLI's
+	// model router, which would ask a classifier model first, stays off).
+	Model string
+	// APIKey, sent as x-goog-api-key; default "gk-test".
+	APIKey string
+	// Extra arguments (before the prompt) and environment entries.
+	Args, Env []string
+}
+
+// GeminiSettings is the user settings file GeminiCommand writes: API-key
+// auth (no Google login), no usage statistics (which the CLI otherwise
+// sends to Google's Clearcut logging host), no telemetry, no update
+// checks or notifications (npm registry), no IDE integration, no
+// session-retention sweep.
+const GeminiSettings = `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "ide": {"enabled": false}
+}
+`
+
+// GeminiCommand returns the command that runs Gemini CLI headless against
+// a Gemini API at BaseURL: `gemini --model M --approval-mode yolo
+// --prompt PROMPT` with GOOGLE_GEMINI_BASE_URL and GEMINI_API_KEY, the
+// workspace trusted (GEMINI_CLI_TRUST_WORKSPACE=true), no relaunch in a
+// child node process with a bigger heap (GEMINI_CLI_NO_RELAUNCH=true, so
+// that Run's process group holds everything), telemetry off
+// (GEMINI_TELEMETRY_ENABLED=false and GeminiSettings, which it writes to
+// Home/.gemini/settings.json), TMPDIR in Home (where it writes error
+// reports) and stdin from /dev/null.
+func GeminiCommand(o GeminiOptions) *exec.Cmd {
+	if o.Model == "" {
+		o.Model = "gemini-2.5-pro"
+	}
+	if o.APIKey == "" {
+		o.APIKey = "gk-test"
+	}
+	args := []string{"--model", o.Model, "--approval-mode", "yolo"}
+	args = append(args, o.Args...)
+	args = append(args, "--prompt", o.Prompt)
+	cmd := exec.Command(o.Bin, args...)
+	cmd.Dir = o.Workdir
+	dir := filepath.Join(o.Home, ".gemini")
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(GeminiSettings), 0o600)
+	tmp := filepath.Join(o.Home, "tmp")
+	os.MkdirAll(tmp, 0o700)
+	cmd.Env = append(baseEnv(o.Home),
+		"TMPDIR="+tmp, // its error reports (gemini-client-error-*.json)
+		"GOOGLE_GEMINI_BASE_URL="+o.BaseURL,
+		"GEMINI_API_KEY="+o.APIKey,
+		"GEMINI_CLI_TRUST_WORKSPACE=true",
+		"GEMINI_CLI_NO_RELAUNCH=true",
+		"GEMINI_TELEMETRY_ENABLED=false",
 	)
 	cmd.Env = append(cmd.Env, o.Env...)
 	return cmd

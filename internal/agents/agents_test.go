@@ -20,9 +20,10 @@ func TestCIInstallsPinnedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CLAUDE_CODE_VERSION=" + agents.ClaudeCodeVersion, "CODEX_VERSION=" + agents.CodexVersion,
-		"QWEN_CODE_VERSION=" + agents.QwenCodeVersion,
+		"QWEN_CODE_VERSION=" + agents.QwenCodeVersion, "GEMINI_CLI_VERSION=" + agents.GeminiCLIVersion,
 		"@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION", "@openai/codex@$CODEX_VERSION", "@qwen-code/qwen-code@$QWEN_CODE_VERSION",
-		`agent_ok qwen "$QWEN_CODE_VERSION"`, "CONDENSE_AGENTS_DIR"} {
+		"@google/gemini-cli@$GEMINI_CLI_VERSION",
+		`agent_ok qwen "$QWEN_CODE_VERSION"`, `agent_ok gemini "$GEMINI_CLI_VERSION"`, "CONDENSE_AGENTS_DIR"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf(".ci/run does not contain %q", want)
 		}
@@ -44,6 +45,10 @@ func TestFind(t *testing.T) {
 	}
 	if _, err := agents.Find(agents.Qwen); err == nil || !strings.Contains(err.Error(), "@qwen-code/qwen-code@"+agents.QwenCodeVersion) {
 		t.Errorf("Find(qwen) error %v", err)
+	}
+	if _, err := agents.Find(agents.Gemini); err == nil || !strings.Contains(err.Error(), "@google/gemini-cli@"+agents.GeminiCLIVersion) ||
+		!strings.Contains(err.Error(), "CONDENSE_GEMINI_BIN") {
+		t.Errorf("Find(gemini) error %v", err)
 	}
 	own := filepath.Join(t.TempDir(), "my-claude")
 	os.WriteFile(own, []byte("#!/bin/sh\n"), 0o755)

@@ -34,7 +34,7 @@ const (
 // e2e is one agent run through the proxy, with its recorders.
 type e2e struct {
 	t      *testing.T
-	format string // "messages", "responses" or "chat/completions"
+	format string // "messages", "responses", "chat/completions" or "gemini"
 	window int
 	stack  *harness.Stack
 	front  *agents.Front
@@ -74,12 +74,12 @@ func withAnswer(f func(script func([]byte) fakeupstream.Reply) func([]byte) fake
 }
 
 // stepFor makes the scripted step that reads a file: Claude Code's Read,
-// Codex's exec_command cat or qwen-code's read_file.
+// Codex's exec_command cat, qwen-code's or Gemini CLI's read_file.
 func stepFor(format string, f agents.File) fakeupstream.Step {
 	switch format {
 	case "responses":
 		return fakeupstream.Step{Name: "exec_command", Input: inputJSON(map[string]any{"cmd": "cat " + f.Path})}
-	case "chat/completions":
+	case "chat/completions", "gemini":
 		return fakeupstream.Step{Name: "read_file", Input: inputJSON(map[string]any{"file_path": f.Path})}
 	}
 	return fakeupstream.Step{Name: "Read", Input: inputJSON(map[string]any{"file_path": f.Path})}
@@ -168,8 +168,26 @@ func newE2E(t *testing.T, format string, window int, opts ...e2eOption) *e2e {
 		e.stack.SetUpstream(c.handler(e.stack.Fake))
 		e.received = c.Received
 		e.count = func(b []byte) int { return countChat(counter, b) }
+	case "gemini":
+		// The proxy's summarizer calls go to the stack's own fake (chat
+		// completions); every Gemini model method to the strict fake.
+		g := &fakeupstream.Gemini{Answer: wrap(e.script.Gemini), Counter: counter}
+		e.stack.SetUpstream(fakeupstream.WithGemini(e.stack.Fake, g))
+		e.received = g.Received
+		e.count = func(b []byte) int { return fakeupstream.CountGemini(counter, b) }
 	}
 	return e
+}
+
+// isTurn reports whether path is where the agent sends its model turns:
+// /v1/<format>, or for Gemini a model's generateContent or
+// streamGenerateContent.
+func (e *e2e) isTurn(path string) bool {
+	if e.format == "gemini" {
+		_, method, ok := fakeupstream.IsGeminiPath(path)
+		return ok && (method == "generateContent" || method == "streamGenerateContent")
+	}
+	return path == "/v1/"+e.format
 }
 
 func (e *e2e) home() string    { return filepath.Join(e.dir, "home") }
@@ -232,7 +250,7 @@ func (e *e2e) check(res agents.Result) {
 			t.Errorf("upstream rejected %s %s with %d: %s", r.Method, r.Path, r.Status, r.Error)
 			continue
 		}
-		if r.Method == http.MethodPost && r.Path == "/v1/"+e.format && !fakeupstream.IsSummaryRequest(r.Body) {
+		if r.Method == http.MethodPost && e.isTurn(r.Path) && !fakeupstream.IsSummaryRequest(r.Body) {
 			agentReqs = append(agentReqs, r)
 		}
 	}
@@ -243,7 +261,7 @@ func (e *e2e) check(res agents.Result) {
 		if x.Status < 200 || x.Status > 299 {
 			t.Errorf("the proxy answered the agent's %s %s with %d", x.Method, x.Path, x.Status)
 		}
-		if x.Method == http.MethodPost && x.Path == "/v1/"+e.format {
+		if x.Method == http.MethodPost && e.isTurn(x.Path) {
 			sent = append(sent, x)
 		} else {
 			others[x.Method+" "+x.Path]++
@@ -281,7 +299,7 @@ func (e *e2e) check(res agents.Result) {
 	}
 	if condensed == 0 && smaller == 0 {
 		t.Errorf("no request was condensed (X-Condense-Applied none or absent on all %d, none smaller upstream than sent): "+
-			"the proxy passed /v1/%s through unchanged", len(sent), e.format)
+			"the proxy passed the agent's turns (%s) through unchanged", len(sent), e.format)
 	}
 }
 

@@ -24,6 +24,7 @@ func TestAgentsInFullMode(t *testing.T) {
 	}{
 		{"qwen-code", "chat/completions", qwenWindow, agents.Qwen, qwenRun},
 		{"codex", "responses", codexWindow, agents.Codex, codexRun},
+		{"gemini-cli", "gemini", geminiWindow, agents.Gemini, geminiRun},
 		{"claude-code", "messages", claudeWindow, agents.Claude, func(t *testing.T, e *e2e, bin string) agents.Result {
 			return claudeRun(t, e, bin, "claude-sonnet-4-5")
 		}},
@@ -34,7 +35,7 @@ func TestAgentsInFullMode(t *testing.T) {
 			e.check(tc.run(t, e, bin))
 			applied := map[string]int{}
 			for _, x := range e.front.Exchanges() {
-				if x.Method == http.MethodPost && x.Path == "/v1/"+tc.format {
+				if x.Method == http.MethodPost && e.isTurn(x.Path) {
 					applied[x.Response.Get("X-Condense-Applied")]++
 				}
 			}

@@ -83,6 +83,35 @@ func TestQwenCodeStrictUpstreamCatchesDroppedToolMessage(t *testing.T) {
 	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stdout+res.Stderr)))
 }
 
+func TestGeminiCLIStrictUpstreamCatchesEditedSignature(t *testing.T) {
+	bin := agents.Require(t, agents.Gemini)
+	e := newE2E(t, "gemini", geminiWindow, withSteps(3), withTamper(func(path string, body []byte) []byte {
+		// Re-sign nothing, edit the first signed call's arguments, as a
+		// careless condenser shortening old calls might.
+		at := ""
+		gjson.GetBytes(body, "contents").ForEach(func(i, c gjson.Result) bool {
+			c.Get("parts").ForEach(func(j, p gjson.Result) bool {
+				if p.Get("thoughtSignature").Exists() && p.Get("functionCall").Exists() {
+					at = "contents." + i.String() + ".parts." + j.String() + ".functionCall.args.file_path"
+				}
+				return at == ""
+			})
+			return at == ""
+		})
+		if at == "" {
+			return body
+		}
+		b, _ := sjson.SetBytes(body, at, "elided")
+		return b
+	}))
+	res := geminiRun(t, e, bin)
+	bad := e.rejected("Corrupted thought signature")
+	if bad == 0 || res.Err == nil {
+		t.Errorf("edited signed call: %d rejected, agent err %v\n%s", bad, res.Err, tail(res.Stdout+res.Stderr))
+	}
+	t.Logf("agent said: %s", strings.TrimSpace(tail(res.Stdout+res.Stderr)))
+}
+
 // standIn is a naive condenser standing in for the proxy's codecs in the
 // self-tests below: it replaces the content of every tool output but the
 // newest two with a one-line digest, touching nothing else.
@@ -107,6 +136,16 @@ func standIn(format string) func(path string, body []byte) []byte {
 				}
 				return true
 			})
+		case format == "gemini" && strings.HasPrefix(path, "/v1beta/models/"):
+			gjson.GetBytes(body, "contents").ForEach(func(i, c gjson.Result) bool {
+				c.Get("parts").ForEach(func(j, p gjson.Result) bool {
+					if p.Get("functionResponse.response.output").Exists() {
+						outputs = append(outputs, "contents."+i.String()+".parts."+j.String()+".functionResponse.response.output")
+					}
+					return true
+				})
+				return true
+			})
 		case format == "responses" && path == "/v1/responses":
 			gjson.GetBytes(body, "input").ForEach(func(i, it gjson.Result) bool {
 				if it.Get("type").String() == "function_call_output" {
@@ -124,7 +163,7 @@ func standIn(format string) func(path string, body []byte) []byte {
 
 // TestAgentChecksPassWithAStandInCondenser runs the agents with the
 // stand-in condenser in front of the proxy: every check of TestClaudeCode,
-// TestCodex and TestQwenCode passes, "was condensed" included — what the real codecs
+// TestCodex, TestQwenCode and TestGeminiCLI passes, "was condensed" included — what the real codecs
 // must achieve.
 func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
 	t.Run("claude", func(t *testing.T) {
@@ -149,6 +188,11 @@ func TestAgentChecksPassWithAStandInCondenser(t *testing.T) {
 		bin := agents.Require(t, agents.Qwen)
 		e := newE2E(t, "chat/completions", qwenWindow, withTamper(standIn("chat/completions")))
 		e.check(qwenRun(t, e, bin))
+	})
+	t.Run("gemini", func(t *testing.T) {
+		bin := agents.Require(t, agents.Gemini)
+		e := newE2E(t, "gemini", geminiWindow, withTamper(standIn("gemini")))
+		e.check(geminiRun(t, e, bin))
 	})
 }
 
