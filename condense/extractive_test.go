@@ -2,6 +2,7 @@ package condense
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,33 @@ func TestFitSummaryKeepsWhatTheAgentNeeds(t *testing.T) {
 	}
 	if n := strings.Count(out, "panic: index out of range"); n != 1 {
 		t.Errorf("a repeated error line kept %d times", n)
+	}
+}
+
+// TestOneLineIsFieldsJoined: oneLine returns what strings.Fields and Join
+// return, whether it takes its shortcut (ASCII already on one line) or
+// not, and takes the shortcut on such text.
+func TestOneLineIsFieldsJoined(t *testing.T) {
+	pieces := []string{"a", "bc", " ", "  ", "\t", "\n", "\r\n", "\v", "\f", "\u0085", "\u00a0", "\u2028", "é", "漢", "x.y", "\xff", ""}
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for k := rng.Intn(8); k > 0; k-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		s := b.String()
+		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "ping 123", "a b c", "Step 3: checking."} {
+		if !isOneLine(s) {
+			t.Errorf("isOneLine(%q) = false: the shortcut is not taken", s)
+		}
+	}
+	for _, s := range []string{" a", "a ", "a  b", "a\tb", "a\nb", "é", "a\u00a0b"} {
+		if isOneLine(s) {
+			t.Errorf("isOneLine(%q) = true", s)
+		}
 	}
 }

@@ -301,7 +301,8 @@ func (sp *splitter) space(s string, i int) int {
 	return j
 }
 
-// each calls f with each piece of s, in order.
+// each calls f with each piece of s, in order (encoder.count is the same
+// loop, unrolled).
 func (sp *splitter) each(s string, f func(piece string)) {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s))

@@ -70,8 +70,10 @@ func newEncoder(encoding string, e tk.Encoding) *encoder {
 	return enc
 }
 
+var o200k = sync.OnceValue(func() *encoder { return newEncoder(O200kBase, tk.O200kBase) })
+
 var encoders = map[string]func() *encoder{
-	O200kBase:  sync.OnceValue(func() *encoder { return newEncoder(O200kBase, tk.O200kBase) }),
+	O200kBase:  o200k,
 	CL100kBase: sync.OnceValue(func() *encoder { return newEncoder(CL100kBase, tk.Cl100kBase) }),
 }
 
@@ -81,7 +83,19 @@ func (e *encoder) count(s string) (n int, fast bool) {
 	if e.split == nil {
 		return countCodec(e.lib, s), false
 	}
-	e.split.each(s, func(piece string) { n += e.bpe.count(piece) })
+	if !utf8.ValidString(s) {
+		s = string([]rune(s)) // as regexp2 reads it
+	}
+	for i := 0; i < len(s); {
+		end := e.split.piece(s, i)
+		if end < 0 {
+			_, size := runeAt(s, i)
+			i += size
+			continue
+		}
+		n += e.bpe.count(s[i:end])
+		i = end
+	}
 	return n, true
 }
 
@@ -124,6 +138,9 @@ func New(o Options) *Counter {
 }
 
 func getEncoder(encoding string) *encoder {
+	if encoding == O200kBase {
+		return o200k()
+	}
 	if f, ok := encoders[encoding]; ok {
 		return f()
 	}
