@@ -1,8 +1,10 @@
 package tokenizer
 
 import (
+	"hash/maphash"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -11,6 +13,23 @@ import (
 // lowest rank first (the leftmost of equal ranks), until no pair is a token.
 type bpe struct {
 	ranks map[string]uint
+	// seen caches the counts of pieces: direct-mapped, lock-free, each
+	// slot a piece's hash (its low countBits bits cleared) with its count
+	// in them; 0 is empty. A hit costs a hash and a load, where the
+	// vocabulary's map of 200,000 tokens misses the processor's caches
+	// and a piece that is not a token costs a look-up per pair it merges.
+	seed maphash.Seed
+	seen *[seenSlots]atomic.Uint64
+}
+
+const (
+	seenBits  = 13
+	seenSlots = 1 << seenBits
+	countBits = 12 // counts below 4096 are cached
+)
+
+func newBPE(ranks map[string]uint) bpe {
+	return bpe{ranks: ranks, seed: maphash.MakeSeed(), seen: new([seenSlots]atomic.Uint64)}
 }
 
 // mergeHeapThreshold is the piece length from which count merges with a
@@ -24,6 +43,21 @@ func (b *bpe) count(piece string) int {
 	if len(piece) <= 1 {
 		return len(piece)
 	}
+	h := maphash.String(b.seed, piece)
+	slot := &b.seen[h>>(64-seenBits)]
+	tag := h &^ (1<<countBits - 1)
+	if v := slot.Load(); v != 0 && v&^(1<<countBits-1) == tag {
+		return int(v & (1<<countBits - 1))
+	}
+	n := b.merge(piece)
+	if n < 1<<countBits {
+		slot.Store(tag | uint64(n))
+	}
+	return n
+}
+
+// merge counts a piece's tokens.
+func (b *bpe) merge(piece string) int {
 	if _, ok := b.ranks[piece]; ok {
 		return 1
 	}

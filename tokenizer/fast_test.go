@@ -51,6 +51,10 @@ func checkFast(t testing.TB, s string) {
 			enc.split.each(s, func(p string) { pieces = append(pieces, p) })
 			t.Fatalf("%s: %q: fast count %d, tiktoken-go %d\nfast pieces %q\nlib pieces  %q", name, s, got, want, pieces, libPieces(t, name, s))
 		}
+		// Again: now the pieces come from the cache of counts.
+		if again, _ := enc.count(s); again != want {
+			t.Fatalf("%s: %q: counted again (pieces cached) %d, tiktoken-go %d", name, s, again, want)
+		}
 		if len(s) <= 4096 {
 			var pieces []string
 			enc.split.each(s, func(p string) { pieces = append(pieces, p) })

@@ -65,7 +65,7 @@ func newEncoder(encoding string, e tk.Encoding) *encoder {
 	}
 	enc := &encoder{lib: c}
 	if ranks, pattern, ok := libraryInternals(c); ok && pattern == splitPatterns[encoding] {
-		enc.split, enc.bpe = newSplitter(encoding), bpe{ranks: ranks}
+		enc.split, enc.bpe = newSplitter(encoding), newBPE(ranks)
 	}
 	return enc
 }
