@@ -119,6 +119,7 @@ type Counter struct {
 	// slowTexts counts the texts counted by tiktoken-go's codec rather
 	// than the fast path (tests check it stays zero).
 	slowTexts atomic.Int64
+	lastKeys  atomic.Pointer[itemKeyBase]
 }
 
 // New returns a Counter.
