@@ -20,6 +20,12 @@
 //
 // Texts of parallelMin bytes or more are counted on all cores at once.
 //
+// Counting does not run tiktoken-go's regular expression: split.go cuts
+// text into the same pieces by hand and bpe.go merges them on the
+// library's own vocabulary, behind a process-wide cache of piece counts;
+// the counts are the library's (fast_test.go compares them). When the
+// library is not the version they mirror, the library counts.
+//
 // A Counter is safe for concurrent use.
 package tokenizer
 
