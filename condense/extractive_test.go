@@ -135,3 +135,25 @@ func TestOneLineIsFieldsJoined(t *testing.T) {
 		}
 	}
 }
+
+// TestExtractiveAllocatesPerChunk: the extractive summary of many tiny
+// messages allocates for its text, not for each message (it split each
+// message into words, joined them and formatted its line: a few
+// allocations a message, which a request of 100,000 of them paid).
+func TestExtractiveAllocatesPerChunk(t *testing.T) {
+	const n = 2000
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}}
+	for i := 0; i < n/2; i++ {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("ping %d", i)},
+			map[string]any{"role": "assistant", "content": "pong"})
+	}
+	c, err := parseBody(mustJSON(map[string]any{"model": "gpt-4o", "messages": msgs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(3, func() { c.extractive(c.head, c.len(), new(filesMemo)) })
+	t.Logf("%.0f allocations", allocs)
+	if allocs > n/10 {
+		t.Errorf("%.0f allocations for an extractive summary of %d messages: more than one for every 10", allocs, n)
+	}
+}
