@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -46,10 +48,14 @@ func fitSummary(text string, maxTokens int) string {
 	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
 	room := maxChars - len(files) - len(omitted)
 	keep := make([]bool, len(lines))
+	ranks := make([]int8, len(lines))
+	for i, l := range lines {
+		ranks[i] = int8(lineRank(l))
+	}
 	seen := map[string]bool{}
-	for rank := 0; rank <= maxLineRank; rank++ {
+	for rank := int8(0); rank <= maxLineRank; rank++ {
 		for i, l := range lines {
-			if keep[i] || lineRank(l) != rank {
+			if keep[i] || ranks[i] != rank {
 				continue
 			}
 			if rank == errorRank {
@@ -137,8 +143,42 @@ func shorten(s string, n int) string {
 	return s[:cut] + "…"
 }
 
+// oneLine joins the words of s with single spaces (strings.Fields, then
+// Join): s itself when it is one line already.
 func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether s is ASCII whose words are separated by
+// single spaces, with none before or after: what oneLine would return
+// unchanged.
+func isOneLine(s string) bool {
+	space := true // a space here would be leading or doubled
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ':
+			if space {
+				return false
+			}
+			space = true
+		default:
+			space = false
+		}
+	}
+	return !space || s == ""
+}
+
+// writeLine writes the parts of a line, then a newline.
+func writeLine(b *strings.Builder, parts ...string) {
+	for _, p := range parts {
+		b.WriteString(p)
+	}
+	b.WriteByte('\n')
 }
 
 // firstSentences returns the leading sentences of s within n bytes.
@@ -366,8 +406,23 @@ func filesOfTexts(texts []view.Text) string {
 	return fl.section()
 }
 
-// extractive summarizes items [from, to) step by step.
-func (c *conversation) extractive(from, to int) string {
+// filesMemo holds the Files section of a range of items, built once
+// (safe for concurrent use: an LLM summary's decoration may run on the
+// summarizer call's goroutine).
+type filesMemo struct {
+	once  sync.Once
+	files string
+}
+
+// get returns the section, calling build the first time.
+func (m *filesMemo) get(build func() string) string {
+	m.once.Do(func() { m.files = build() })
+	return m.files
+}
+
+// extractive summarizes items [from, to) step by step, its Files section
+// kept in files.
+func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	var b strings.Builder
 	names := map[string]string{}
 	// Each item's text is decoded once, for the steps and the Files.
@@ -376,27 +431,27 @@ func (c *conversation) extractive(from, to int) string {
 		t := c.text(i)
 		texts = append(texts, t)
 		for _, r := range t.Results {
-			fmt.Fprintf(&b, "    → %s: %s\n", names[r.CallID], resultDigest(r.Text))
+			writeLine(&b, "    → ", names[r.CallID], ": ", resultDigest(r.Text))
 		}
 		switch t.Role {
 		case "user":
 			if len(t.Results) == 0 || strings.TrimSpace(t.Text) != "" {
-				fmt.Fprintf(&b, "- User: %s\n", shorten(oneLine(t.Text), userChars))
+				writeLine(&b, "- User: ", shorten(oneLine(t.Text), userChars))
 			}
 		case "system", "developer":
-			fmt.Fprintf(&b, "- System note: %s\n", shorten(oneLine(t.Text), userChars))
+			writeLine(&b, "- System note: ", shorten(oneLine(t.Text), userChars))
 		case "assistant":
 			if s := firstSentences(t.Text, assistantChars); s != "" {
-				fmt.Fprintf(&b, "- Assistant: %s\n", s)
+				writeLine(&b, "- Assistant: ", s)
 			}
 		}
 		for _, call := range t.Calls {
 			names[call.ID] = call.Name
-			fmt.Fprintf(&b, "  - called %s(%s)\n", call.Name, keyArgs(call.Args))
+			writeLine(&b, "  - called ", call.Name, "(", keyArgs(call.Args), ")")
 		}
 	}
-	if files := filesOfTexts(texts); files != "" {
-		b.WriteString(files)
+	if f := files.get(func() string { return filesOfTexts(texts) }); f != "" {
+		b.WriteString(f)
 	}
 	return b.String()
 }

@@ -2,6 +2,7 @@ package condense
 
 import (
 	"fmt"
+	"math/rand"
 	"strings"
 	"testing"
 )
@@ -104,5 +105,55 @@ func TestFitSummaryKeepsWhatTheAgentNeeds(t *testing.T) {
 	}
 	if n := strings.Count(out, "panic: index out of range"); n != 1 {
 		t.Errorf("a repeated error line kept %d times", n)
+	}
+}
+
+// TestOneLineIsFieldsJoined: oneLine returns what strings.Fields and Join
+// return, whether it takes its shortcut (ASCII already on one line) or
+// not, and takes the shortcut on such text.
+func TestOneLineIsFieldsJoined(t *testing.T) {
+	pieces := []string{"a", "bc", " ", "  ", "\t", "\n", "\r\n", "\v", "\f", "\u0085", "\u00a0", "\u2028", "é", "漢", "x.y", "\xff", ""}
+	rng := rand.New(rand.NewSource(5))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for k := rng.Intn(8); k > 0; k-- {
+			b.WriteString(pieces[rng.Intn(len(pieces))])
+		}
+		s := b.String()
+		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
+	}
+	for _, s := range []string{"", "ping 123", "a b c", "Step 3: checking."} {
+		if !isOneLine(s) {
+			t.Errorf("isOneLine(%q) = false: the shortcut is not taken", s)
+		}
+	}
+	for _, s := range []string{" a", "a ", "a  b", "a\tb", "a\nb", "é", "a\u00a0b"} {
+		if isOneLine(s) {
+			t.Errorf("isOneLine(%q) = true", s)
+		}
+	}
+}
+
+// TestExtractiveAllocatesPerChunk: the extractive summary of many tiny
+// messages allocates for its text, not for each message (it split each
+// message into words, joined them and formatted its line: a few
+// allocations a message, which a request of 100,000 of them paid).
+func TestExtractiveAllocatesPerChunk(t *testing.T) {
+	const n = 2000
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}}
+	for i := 0; i < n/2; i++ {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("ping %d", i)},
+			map[string]any{"role": "assistant", "content": "pong"})
+	}
+	c, err := parseBody(mustJSON(map[string]any{"model": "gpt-4o", "messages": msgs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(3, func() { c.extractive(c.head, c.len(), new(filesMemo)) })
+	t.Logf("%.0f allocations", allocs)
+	if allocs > n/10 {
+		t.Errorf("%.0f allocations for an extractive summary of %d messages: more than one for every 10", allocs, n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/condense-proxy/condense-proxy/view"
@@ -69,12 +70,13 @@ func newConversation(r *view.Request, codec view.Codec) (*conversation, error) {
 	}
 	c := &conversation{req: r, codec: codec, head: r.Head}
 	items := r.Items
+	c.steps = make([]step, 0, max(len(items)-c.head, 0))
 	for j := c.head; j < len(items); {
 		if items[j].Glue {
 			return nil, fmt.Errorf("%w: item %d (%s) follows no tool call", errInvalid, j, items[j].Role)
 		}
 		s := step{first: j, end: j}
-		pending := map[string]bool{}
+		var pending map[string]bool // made at the step's first call
 		for s.end < len(items) && (s.end == j || items[s.end].Glue) {
 			it := items[s.end]
 			for _, id := range it.Answers {
@@ -86,6 +88,9 @@ func newConversation(r *view.Request, codec view.Codec) (*conversation, error) {
 			for _, call := range it.Calls {
 				if call.ID == "" {
 					return nil, fmt.Errorf("%w: item %d has a tool call without id", errInvalid, s.end)
+				}
+				if pending == nil {
+					pending = map[string]bool{}
 				}
 				pending[call.ID] = true
 			}
@@ -145,6 +150,11 @@ func hashItems(r *view.Request, from, to int) string {
 // appendRaw appends items [from, to) to dst as JSON array elements (no
 // brackets; a comma before each unless dst is just "[").
 func (c *conversation) appendRaw(dst []byte, from, to int) []byte {
+	n := len(dst) + (to - from)
+	for i := from; i < to; i++ {
+		n += len(c.raw(i))
+	}
+	dst = slices.Grow(dst, n-len(dst)+1)
 	for i := from; i < to; i++ {
 		if len(dst) > 1 {
 			dst = append(dst, ',')

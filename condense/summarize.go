@@ -555,14 +555,21 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		// later must not make a new summary (a bust at the cut).
 		content := rq.received().hashMessages(from, to)
 		it := summaryItem{level: 1, index: i, from: from, to: to, id: content}
+		// The Files section is built once, by whichever of the two needs
+		// it first (the extractive summary writes it, an LLM's gets it
+		// added): it reads every item of the chunk.
+		files := new(filesMemo)
 		text, cached, degraded, err := e.summary(ctx, rq, 1, [2]int{from, to}, content, prevHash, prev, func() string {
 			return rq.conv.transcript(from, to)
 		}, func() string {
-			return fitSummary(rq.conv.extractive(from, to), e.summaryTokens(rq))
+			return fitSummary(rq.conv.extractive(from, to, files), e.summaryTokens(rq))
 		}, func(s string) string {
 			// Both summarizers end with the deterministic Files section.
-			if files := rq.conv.filesOf(from, to); files != "" && !strings.Contains(s, "## Files") {
-				s = strings.TrimSpace(s) + "\n" + files
+			if strings.Contains(s, "## Files") {
+				return s
+			}
+			if f := files.get(func() string { return rq.conv.filesOf(from, to) }); f != "" {
+				s = strings.TrimSpace(s) + "\n" + f
 			}
 			return s
 		})

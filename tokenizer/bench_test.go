@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"encoding/base64"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 )
 
 // corpusTexts returns the message texts of the shared corpus, or skips.
-func corpusTexts(b *testing.B) []string {
+func corpusTexts(b testing.TB) []string {
 	dir := filepath.Join("..", "..", "shared", "corpus", "raw")
 	files, err := corpus.Files(dir)
 	if err != nil || len(files) == 0 {
@@ -89,6 +90,33 @@ func BenchmarkCorpusLibraries(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkShortTextsCold counts 100,000 distinct short messages ("ping
+// 123", "pong", a sentence) with a new Counter: what a request of many tiny
+// messages costs the tokenizer on its first sight. The ns/text column is
+// one text's cold count.
+func BenchmarkShortTextsCold(b *testing.B) {
+	texts := make([]string, 100000)
+	for i := range texts {
+		switch i % 3 {
+		case 0:
+			texts[i] = fmt.Sprintf("ping %d", i)
+		case 1:
+			texts[i] = "pong"
+		default:
+			texts[i] = fmt.Sprintf("Step %d: checking the service's log, it's fine.", i)
+		}
+	}
+	b.SetBytes(totalLen(texts))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		c := New(Options{})
+		for _, t := range texts {
+			c.Text(O200kBase, t)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(texts)), "ns/text")
 }
 
 func adversarial() map[string]string {

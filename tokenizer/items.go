@@ -19,9 +19,21 @@ func ItemHash(raw string) uint64 { return maphash.String(itemSeed, raw) }
 // itemKeys is the base of the count cache's keys of the items of kind
 // counted with encoding: an item's key is the base xor its ItemHash.
 func (c *Counter) itemKeys(encoding, kind string) uint64 {
+	// A codec asks for the same base once per item: the last one is kept.
+	if last := c.lastKeys.Load(); last != nil && last.encoding == encoding && last.kind == kind {
+		return last.base
+	}
 	var h maphash.Hash
 	c.keyOf(&h, encoding, kind)
-	return h.Sum64()
+	base := h.Sum64()
+	c.lastKeys.Store(&itemKeyBase{encoding: encoding, kind: kind, base: base})
+	return base
+}
+
+// itemKeyBase is an itemKeys result.
+type itemKeyBase struct {
+	encoding, kind string
+	base           uint64
 }
 
 // keyOf starts h as a key of the count cache: the counter's seed, the

@@ -20,14 +20,22 @@
 //
 // Texts of parallelMin bytes or more are counted on all cores at once.
 //
+// Counting does not run tiktoken-go's regular expression: split.go cuts
+// text into the same pieces by hand and bpe.go merges them on the
+// library's own vocabulary, behind a process-wide cache of piece counts;
+// the counts are the library's (fast_test.go compares them). When the
+// library is not the version they mirror, the library counts.
+//
 // A Counter is safe for concurrent use.
 package tokenizer
 
 import (
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -47,9 +55,54 @@ type codec interface {
 	Count(string) (int, error)
 }
 
-var codecs = map[string]func() codec{
-	O200kBase:  sync.OnceValue(func() codec { c, _ := tk.Get(tk.O200kBase); return c }),
-	CL100kBase: sync.OnceValue(func() codec { c, _ := tk.Get(tk.Cl100kBase); return c }),
+// encoder counts the tokens of text under one encoding: by the fast path
+// (split and bpe, which mirror tiktoken-go) when the library is the one
+// they were written against, else by tiktoken-go's codec.
+type encoder struct {
+	lib   codec     // tiktoken-go's codec: the reference
+	split *splitter // nil: the fast path is off
+	bpe   bpe
+}
+
+func newEncoder(encoding string, e tk.Encoding) *encoder {
+	c, err := tk.Get(e)
+	if err != nil {
+		panic(fmt.Sprintf("tokenizer: %s: %v", encoding, err))
+	}
+	enc := &encoder{lib: c}
+	if ranks, pattern, ok := libraryInternals(c); ok && pattern == splitPatterns[encoding] {
+		enc.split, enc.bpe = newSplitter(encoding), newBPE(ranks)
+	}
+	return enc
+}
+
+var o200k = sync.OnceValue(func() *encoder { return newEncoder(O200kBase, tk.O200kBase) })
+
+var encoders = map[string]func() *encoder{
+	O200kBase:  o200k,
+	CL100kBase: sync.OnceValue(func() *encoder { return newEncoder(CL100kBase, tk.Cl100kBase) }),
+}
+
+// count returns the number of tokens of s, fast reporting whether the fast
+// path counted it.
+func (e *encoder) count(s string) (n int, fast bool) {
+	if e.split == nil {
+		return countCodec(e.lib, s), false
+	}
+	if !utf8.ValidString(s) {
+		s = string([]rune(s)) // as regexp2 reads it
+	}
+	for i := 0; i < len(s); {
+		end := e.split.piece(s, i)
+		if end < 0 {
+			_, size := runeAt(s, i)
+			i += size
+			continue
+		}
+		n += e.bpe.count(s[i:end])
+		i = end
+	}
+	return n, true
 }
 
 // Options configures a Counter. Zero values pick the defaults.
@@ -69,6 +122,10 @@ type Counter struct {
 	seed        maphash.Seed
 	items       *countCache
 	segments    *countCache
+	// slowTexts counts the texts counted by tiktoken-go's codec rather
+	// than the fast path (tests check it stays zero).
+	slowTexts atomic.Int64
+	lastKeys  atomic.Pointer[itemKeyBase]
 }
 
 // New returns a Counter.
@@ -87,11 +144,14 @@ func New(o Options) *Counter {
 	}
 }
 
-func getCodec(encoding string) codec {
-	if f, ok := codecs[encoding]; ok {
+func getEncoder(encoding string) *encoder {
+	if encoding == O200kBase {
+		return o200k()
+	}
+	if f, ok := encoders[encoding]; ok {
 		return f()
 	}
-	return codecs[O200kBase]()
+	return encoders[O200kBase]()
 }
 
 // Text returns the number of tokens in s under encoding (o200k_base when
@@ -100,7 +160,7 @@ func (c *Counter) Text(encoding, s string) int {
 	if s == "" {
 		return 0
 	}
-	cd := getCodec(encoding)
+	cd := getEncoder(encoding)
 	if len(s) >= parallelMin {
 		if workers := runtime.GOMAXPROCS(0); workers > 1 {
 			return c.parallelText(cd, encoding, s, workers)
@@ -113,7 +173,7 @@ func (c *Counter) Text(encoding, s string) int {
 // the available cores, so that no text of up to 1 MB takes long to count.
 const parallelMin = 256 << 10
 
-func (c *Counter) serialText(cd codec, encoding, s string) int {
+func (c *Counter) serialText(cd *encoder, encoding, s string) int {
 	total := 0
 	for len(s) > 0 {
 		n := segmentEnd(s)
@@ -125,7 +185,7 @@ func (c *Counter) serialText(cd codec, encoding, s string) int {
 
 // parallelText cuts s into workers parts at segment boundaries and counts
 // them at once; the sum is what serialText would return.
-func (c *Counter) parallelText(cd codec, encoding, s string, workers int) int {
+func (c *Counter) parallelText(cd *encoder, encoding, s string, workers int) int {
 	parts := make([]string, 0, workers)
 	for len(parts) < workers-1 && len(s) > 0 {
 		want := len(s) / (workers - len(parts))
@@ -154,9 +214,9 @@ func (c *Counter) parallelText(cd codec, encoding, s string, workers int) int {
 	return total
 }
 
-func (c *Counter) segment(cd codec, encoding, seg string) int {
+func (c *Counter) segment(cd *encoder, encoding, seg string) int {
 	if len(seg) < 64 {
-		return countCodec(cd, seg)
+		return c.count(cd, seg)
 	}
 	var h maphash.Hash
 	h.SetSeed(c.seed)
@@ -167,11 +227,21 @@ func (c *Counter) segment(cd codec, encoding, seg string) int {
 	if n, ok := c.segments.get(key); ok {
 		return n
 	}
-	n := countCodec(cd, seg)
+	n := c.count(cd, seg)
 	c.segments.put(key, n)
 	return n
 }
 
+// count counts s with cd, noting a text the fast path did not count.
+func (c *Counter) count(cd *encoder, s string) int {
+	n, fast := cd.count(s)
+	if !fast {
+		c.slowTexts.Add(1)
+	}
+	return n
+}
+
+// countCodec counts s with tiktoken-go's codec.
 func countCodec(cd codec, s string) int {
 	n, err := cd.Count(s)
 	if err != nil {

@@ -47,7 +47,7 @@ func TestSegmentingIsExact(t *testing.T) {
 		}
 		s := b.String()
 		for _, enc := range []string{O200kBase, CL100kBase} {
-			want := countCodec(getCodec(enc), s)
+			want := countCodec(getEncoder(enc).lib, s)
 			if got := c.Text(enc, s); got != want {
 				t.Fatalf("case %d %s: segmented count %d, whole count %d", i, enc, got, want)
 			}
@@ -58,7 +58,7 @@ func TestSegmentingIsExact(t *testing.T) {
 func TestLongLinesStayClose(t *testing.T) {
 	c := New(Options{})
 	for _, s := range []string{strings.Repeat("a", 100000), strings.Repeat("word ", 20000), strings.Repeat("漢", 50000)} {
-		want := countCodec(getCodec(O200kBase), s)
+		want := countCodec(getEncoder(O200kBase).lib, s)
 		got := c.Text(O200kBase, s)
 		diff := got - want
 		if diff < 0 {
@@ -111,7 +111,7 @@ func TestParallelEqualsSerial(t *testing.T) {
 		fmt.Fprintf(&b, "line %d: value=%x ok\n", rng.Int(), rng.Int63())
 	}
 	s := b.String()
-	cd := getCodec(O200kBase)
+	cd := getEncoder(O200kBase)
 	for _, w := range []int{2, 3, 7} {
 		if got, want := c.parallelText(cd, O200kBase, s, w), c.serialText(cd, O200kBase, s); got != want {
 			t.Errorf("%d workers: %d, serial %d", w, got, want)
