@@ -284,6 +284,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 		t.Fatal("no fold end kept")
 	}
 	other := cache.NewMemory(64 << 20)
+	seedAutoFolds(t, other, func(c Cache) *Engine { return engine(c, window) }, first)
 	other.Set(ctx, key, []byte("1"), time.Hour) // another replica's fold, ending at step 1
 	res, err := engine(other, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
 	if err != nil {

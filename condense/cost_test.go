@@ -301,42 +301,6 @@ func TestEagerFrontierMovesRarely(t *testing.T) {
 	}
 }
 
-// TestEagerLeavesShortConversations: eager digests are edits the threshold
-// does not force, so a conversation too short for them to repay their
-// busts — a few steps, a large file read among them — is forwarded as
-// received; one that has gone on long enough is digested.
-func TestEagerLeavesShortConversations(t *testing.T) {
-	conv := func(steps int) []byte {
-		msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the handler."}}
-		for i := 0; i < steps; i++ {
-			id := fmt.Sprintf("c%d", i)
-			out, say := "ok", strings.Repeat("Looking at what the handler does with the request next. ", 30)
-			if i%4 == 0 {
-				out, say = bigFile(16000), "Reading."
-			}
-			msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
-				"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
-				map[string]any{"role": "tool", "tool_call_id": id, "content": out})
-		}
-		return body(t, msgs)
-	}
-	for _, tc := range []struct {
-		steps  int
-		digest bool
-	}{{12, false}, {60, true}} {
-		e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
-			return ModelLimits{Window: 128_000, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
-		}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
-		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: conv(tc.steps), Mode: ModeSelective, Scope: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := res.Report.Applied == AppliedSelective; got != tc.digest {
-			t.Errorf("%d steps (%d tokens): digested %v, want %v (%s)", tc.steps, res.Report.TokensBefore, got, tc.digest, res.Report.Reason)
-		}
-	}
-}
-
 // TestAutoCosts: priced over the requests to come, digests that remove
 // little of the request (and so re-write its prefix again soon) cost more
 // than a fold that removes much; digests that remove as much as the fold,
@@ -505,72 +469,6 @@ func readingSteps(n int, step func(i int) (say, out string)) []map[string]any {
 // agentText is the agent's own text at step i: its sentence n times.
 func agentText(i, n int) string {
 	return strings.Repeat(fmt.Sprintf("Step %d: reasoning about the handlers and what to change next. ", i), n)
-}
-
-// TestEagerBriefsStayAtTheThreshold: with eager digests, the request that
-// crosses the threshold moves the digest frontier to the last grid point
-// (every digest there rides on one bust, at the old frontier); briefs do
-// not follow that forced move. A brief re-writes everything after it, so
-// outputs a digest already stood for get briefs only as the frontier
-// eager digests alone would move (moves that paid): at the crossing no
-// output that had a digest before gets a brief.
-func TestEagerBriefsStayAtTheThreshold(t *testing.T) {
-	// The agent's own text, its outputs a word, but for ten large reads.
-	msgs := readingSteps(150, func(i int) (string, string) {
-		if 20 <= i && i < 30 {
-			return "Reading.", strings.Repeat(listing(i), 16)
-		}
-		return agentText(i, 20), "ok"
-	})
-	const window = 128_000
-	e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
-		return ModelLimits{Window: window, Threshold: 0.75, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
-	}), Cache: cache.NewMemory(64 << 20)}, Options{SelectiveEnabled: true, SelectiveEager: true, Selective: selective.Options{KeepRecentToolOutputs: 3}})
-	kinds := func(r *Report) map[string]bool { // id → briefed
-		out := map[string]bool{}
-		for _, c := range r.Changes {
-			if c.Kind == ChangeDigest {
-				out[c.ID] = strings.HasPrefix(c.Text, "[condense-proxy brief of ")
-			}
-		}
-		return out
-	}
-	var prev map[string]bool
-	crossed := false
-	for n := 4; n <= len(msgs); n += 2 {
-		b := body(t, msgs[:n])
-		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := kinds(&res.Report)
-		if res.Report.TokensBefore > window*3/4 {
-			if prev == nil {
-				t.Fatal("the first request is over the threshold")
-			}
-			newBriefs, digestsBefore := 0, 0
-			for id, brief := range now {
-				if was, ok := prev[id]; ok && !was {
-					digestsBefore++
-					if brief {
-						newBriefs++
-					}
-				}
-			}
-			if digestsBefore == 0 {
-				t.Fatal("no output was digested under the threshold: eager digests did not start")
-			}
-			if newBriefs > 0 {
-				t.Errorf("crossing the threshold: %d of the %d outputs digested before got a brief", newBriefs, digestsBefore)
-			}
-			crossed = true
-			break
-		}
-		prev = now
-	}
-	if !crossed {
-		t.Fatal("the session never crossed the threshold")
-	}
 }
 
 // TestFirstFoldReachesThePlannedDepth: at a small window the request that

@@ -612,9 +612,6 @@ type job struct {
 	// frontier is the step selective condensing's digest frontier stands
 	// at (protectFrom), -1 before it ran.
 	frontier int
-	// paidFrontier is where the frontier would stand with eager digests
-	// alone, moved only when a move paid (selective.eager; briefBefore).
-	paidFrontier int
 	// noCalls, when set, says why this job makes no summarizer call (its
 	// plan needs more than max_summarizer_calls).
 	noCalls string

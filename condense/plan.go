@@ -273,10 +273,7 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 			if ok {
 				ca := a
 				ca.folded, ca.foldKept, ca.summaries = cut.Total, kept(cut), e.summariesPrice(rq, b, cutMisses)
-				// The fold keeps more of what it replaces (summaries of
-				// the summary budget; the cut's share a thirty-second of
-				// the window): the cut only when clearly cheaper.
-				digest = p.autoFoldsCost(ca) * (1 + autoCutMargin)
+				digest = p.autoFoldsCost(ca)
 			}
 		}
 		if fold < digest {
@@ -303,13 +300,6 @@ func (e *Engine) digestsCase(rq *job, b budgets, out []byte) (a autoCase, kept f
 		digested: digested.Total, digestKept: kept(digested), tail: recentTokens(c, max(e.sel.KeepRecent(), 1)),
 	}, kept, true
 }
-
-// autoCutMargin: auto cuts on its digests' bust rather than folding only
-// when the cut is priced this much below the fold. On the corpus at 32k
-// the cut was priced 3–8% below the fold where it was taken; a
-// conversation of the agent's own reasoning prices them within 0.1%
-// (autopart_test.go), where the fold keeps more.
-const autoCutMargin = 0.02
 
 // windowDigests windows out, the body rq's digests made, for dry, a
 // dry run's job of rq (dryRun).

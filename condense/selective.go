@@ -108,17 +108,9 @@ const briefRatio = 1
 
 // briefBefore returns the index in msgs before which outputs get briefs
 // (selective.eager), 0 for none: the point of a grid briefRatio frontier
-// strides wide, at least one such stride behind the frontier eager digests
-// alone would stand at (rq.paidFrontier, never past the frontier). A brief
-// re-writes what follows it, so briefs follow only the frontier's moves
-// that paid: when the threshold forces the frontier on, many strides at
-// once (the first condensation digests all the grid has passed), briefs
-// following it would bust the prefix from the oldest digest on for the
-// little a brief saves over a digest (on sqlfluff-1763 at 32k the request
-// that crossed re-wrote 18.6k tokens with briefs following, 15.0k without:
-// BENCHMARKS.md).
+// strides wide, at least one such stride behind the frontier.
 func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
-	front := min(rq.frontier, rq.paidFrontier)
+	front := rq.frontier
 	if !e.opts.SelectiveEager || front <= 0 {
 		return 0
 	}
@@ -164,7 +156,7 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 // candidates a frontier stride at a time rather than one per turn, so the
 // digests change in few steps, each re-writing only the tail after it.
 // With eager digests under the threshold the frontier is the last grid
-// point whose move paid (paidPoint). Over it, the first condensation of
+// point. Over it, the first condensation of
 // the conversation takes the last grid point — every digest there rides
 // on the same bust — and that point is frozen (decisionFrontierFirst);
 // later requests may move on to any grid point after it, the first that
@@ -173,7 +165,6 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.Message, b budgets) []int {
 	keep := e.sel.KeepRecent()
 	if keep <= 0 {
-		rq.paidFrontier = len(rq.conv.steps) // no grid: briefs follow the newest step
 		return []int{len(rq.conv.steps)}
 	}
 	item := -1 // the item of the keep-th newest output
@@ -205,16 +196,11 @@ func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.M
 	if len(points) == 0 {
 		return []int{0}
 	}
-	if e.opts.SelectiveEager {
-		// Where eager digests alone would stand: the frontier under the
-		// threshold, and where briefs follow from over it (briefBefore).
-		rq.paidFrontier = e.paidPoint(rq, msgs, points, 0, e.eagerMinTokens(rq), false)
-		if !rq.over {
-			return []int{rq.paidFrontier}
-		}
+	if e.opts.SelectiveEager && !rq.over {
+		return points[len(points)-1:]
 	}
 	first := e.decide(ctx, rq, decisionFrontierFirst, func() int { return points[len(points)-1] + 1 }) - 1
-	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens(), true)
+	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens())
 	for i, p := range points {
 		if p >= first {
 			return points[i:]
@@ -245,16 +231,12 @@ func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int 
 // outweigh re-writing what follows the previous frontier (the cost
 // model's test of an edit of cached history). Each point's test reads
 // only the conversation as it was then, so the frontier is the same on
-// every later request and replica, and it never moves back. With eager
-// digests under the threshold it is the frontier (from 0, over is false),
-// over half the usual horizon, as defer has it: an edit the threshold does
-// not force must pay even if the session ends sooner than it has lasted,
-// and a short conversation is left as it is. Over the threshold (over) the
-// frontier moves at least that far from the first condensation's, over
-// the usual horizon, as the cost model's other plans expect (half of it
-// moved the frontier too rarely on the corpus: sessions that lasted billed
-// up to 0.035 more, BENCHMARKS.md).
-func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int, over bool) int {
+// every later request and replica, and it never moves back. Over the
+// threshold the frontier moves at least that far from the first
+// condensation's, over the usual horizon, as the cost model's other plans
+// expect (half of it moved the frontier too rarely on the corpus:
+// sessions that lasted billed up to 0.035 more, BENCHMARKS.md).
+func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int) int {
 	c := rq.conv
 	grid := rq.gridTokens()
 	p := pricesOf(rq.limits)
@@ -276,10 +258,6 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 			}
 		}
 	}
-	requests := horizon
-	if !over {
-		requests = func(steps int) float64 { return horizon(steps) / 2 }
-	}
 	frontier := from
 	for _, g := range points { // the steps before g may be digested
 		if g <= from {
@@ -300,7 +278,7 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 			tail += grid[s]
 		}
 		removed := digestShare * float64(saved)
-		if removed*p.read*requests(at) > (p.write-p.read)*max(float64(tail)-removed, 0) {
+		if removed*p.read*horizon(at) > (p.write-p.read)*max(float64(tail)-removed, 0) {
 			frontier = g
 		}
 	}
