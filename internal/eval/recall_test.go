@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"github.com/condense-proxy/condense-proxy/config"
 	"strings"
 	"testing"
 
@@ -86,7 +87,10 @@ func TestFedMemoryChangesNothingForwarded(t *testing.T) {
 	s, facts := corpus.Synthetic(5, 100000)
 	counter := tokenizer.New(tokenizer.Options{})
 	run := func(feed bool) *replay.Result {
-		st := harness.New(harness.Options{Window: 16000, Summarizer: "extractive", Counter: counter, FeedMemory: feed})
+		// The recall tool off (it is on by default, and reads the
+		// memory): only feeding the memory differs between the runs.
+		st := harness.New(harness.Options{Window: 16000, Summarizer: "extractive", Counter: counter, FeedMemory: feed,
+			Configure: func(c *config.Config) { c.Memory.RecallTool = false }})
 		defer st.Close()
 		if (st.App.Memory != nil) != feed {
 			t.Fatalf("FeedMemory %v, memory built: %v", feed, st.App.Memory != nil)
