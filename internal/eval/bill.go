@@ -22,14 +22,17 @@ type Pricing struct {
 
 // Pricings are the bills reported: Anthropic-style (cache reads at 0.1,
 // cache writes at 1.25 of the input price; output 5× input, as for Claude
-// Sonnet), OpenAI-style (cached input at 0.5; output 4× input, as for
-// gpt-4o), and Anthropic-style with condense.summary_model naming a small
-// model (a third of the main model's prices, as Claude Haiku is of
-// Sonnet's).
+// Sonnet), OpenAI before GPT-5.6 (cached input at 0.5, writes free;
+// output 4× input, as for gpt-4o), Anthropic-style with
+// condense.summary_model naming a small model (a third of the main
+// model's prices, as Claude Haiku is of Sonnet's), and OpenAI from GPT-5.6
+// on (reads 0.1, writes 1.25, as the registry's openAI56Tiers; output 8×
+// input, as for the GPT-5 family).
 var Pricings = []Pricing{
 	{Name: "anthropic", Cached: 0.1, Fresh: 1.25, SummaryIn: 1, SummaryOut: 5},
 	{Name: "openai", Cached: 0.5, Fresh: 1, SummaryIn: 1, SummaryOut: 4},
 	{Name: "anthropic-small-summarizer", Cached: 0.1, Fresh: 1.25, SummaryIn: 1.0 / 3, SummaryOut: 5.0 / 3},
+	{Name: "openai-gpt-5.6", Cached: 0.1, Fresh: 1.25, SummaryIn: 1, SummaryOut: 8},
 }
 
 // minCachedPrefix is the shortest prefix providers cache (1024 tokens).
@@ -62,7 +65,7 @@ func billRows(rows []Row) {
 	}
 	for i := range rows {
 		r := &rows[i]
-		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer = -1, -1, -1
+		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer, r.BillGPT56 = -1, -1, -1, -1
 		o, ok := off[r.Session]
 		if !ok {
 			continue
@@ -76,6 +79,9 @@ func billRows(rows []Row) {
 		}
 		if o.billSmall > 0 {
 			r.BillSmallSummarizer = r.billSmall / o.billSmall
+		}
+		if o.billGPT56 > 0 {
+			r.BillGPT56 = r.billGPT56 / o.billGPT56
 		}
 	}
 }

@@ -146,8 +146,10 @@ type Row struct {
 	BillOpenAI    float64 `json:"bill_openai"`
 	// BillSmallSummarizer: Anthropic-style with the summarizer priced as
 	// a small summary_model (Pricings[2]).
-	BillSmallSummarizer float64   `json:"bill_small_summarizer"`
-	BillSeries          []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
+	BillSmallSummarizer float64 `json:"bill_small_summarizer"`
+	// BillGPT56: OpenAI's prices from GPT-5.6 on (Pricings[3]).
+	BillGPT56  float64   `json:"bill_gpt56"`
+	BillSeries []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
 	// The Anthropic-style bill in parts, as ratios to mode off's whole
 	// bill: cache reads, fresh (written) input, the summarizer.
 	BillReads      float64 `json:"bill_reads"`
@@ -166,8 +168,8 @@ type Row struct {
 	IdleGaps        int     `json:"idle_gaps"`
 	KeepAliveSaving float64 `json:"keepalive_saving"`
 
-	billAnthropic, billOpenAI, billSmall float64 // absolute, for the ratios
-	reads, writes, sumBill               float64 // absolute parts of billAnthropic
+	billAnthropic, billOpenAI, billSmall, billGPT56 float64 // absolute, for the ratios
+	reads, writes, sumBill                          float64 // absolute parts of billAnthropic
 }
 
 // Report is the outcome of Run.
@@ -378,6 +380,7 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.billAnthropic += bill
 		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
 		row.billSmall += Pricings[2].requestBill(r.FwdCounted, r.CachedTokens)
+		row.billGPT56 += Pricings[3].requestBill(r.FwdCounted, r.CachedTokens)
 		cached += cachedPart(min(r.CachedTokens, r.FwdCounted))
 		fwd += r.FwdCounted
 	}
@@ -395,6 +398,8 @@ func summarize(res *replay.Result, mode string, window int) Row {
 			row.billOpenAI += sum
 		case 2:
 			row.billSmall += sum
+		case 3:
+			row.billGPT56 += sum
 		}
 	}
 	if fwd > 0 {

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,8 +136,14 @@ func TestBillGate(t *testing.T) {
 		t.Error(p)
 	}
 	for _, row := range rep.Rows {
-		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.CachedShare <= 0) {
+		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.BillGPT56 <= 0 || row.CachedShare <= 0) {
 			t.Errorf("%s: bill not measured (%+v)", row.Mode, row)
+		}
+		// GPT-5.6 prices the prompt as Anthropic does and the summary's
+		// output dearer: equal bills without a summarizer's output,
+		// dearer with it.
+		if d := row.BillGPT56 - row.BillAnthropic; row.SummarizerOut == 0 && math.Abs(d) > 1e-9 || row.SummarizerOut > 0 && d <= 0 {
+			t.Errorf("%s: GPT-5.6 bill %.4f vs Anthropic %.4f with %d summary tokens out", row.Mode, row.BillGPT56, row.BillAnthropic, row.SummarizerOut)
 		}
 		if row.SummarizerTokens > 0 && !(row.BillSmallSummarizer < row.BillAnthropic) {
 			t.Errorf("%s: a small summary model should cost less: %.3f vs %.3f", row.Mode, row.BillSmallSummarizer, row.BillAnthropic)

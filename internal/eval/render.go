@@ -237,13 +237,14 @@ cache serves: each request's longest prefix identical to the conversation's prev
 at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
 session (every request, plus the summarizer priced like the main model: its input at the input price, its
 output at the output price; a summary asked in place reads the leading items it shares with a request
-forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
-a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input); *small
+forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under three pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
+a cache write —, output 5× input), **GPT-5.6** (OpenAI from the GPT-5.6 family on: reads 0.1, writes 1.25,
+output 8× input) and **OpenAI before GPT-5.6** (cached 0.5, writes free, output 4× input, as gpt-4o); *small
 summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of the
-main model (as Claude Haiku is of Sonnet).
+main model (as Claude Haiku is of Sonnet). The replays plan with Anthropic's prices, which GPT-5.6's equal.
 
-| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | bill (small summarizer) | summarizer in (cached) / out |
-|---|---|---|---|---|---|---|---|---|
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (GPT-5.6) | bill (OpenAI before 5.6) | bill (small summarizer) | summarizer in (cached) / out |
+|---|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		bill := func(v float64) string {
@@ -252,8 +253,8 @@ main model (as Claude Haiku is of Sonnet).
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
-			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillGPT56), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
 	}
 	b.WriteString(r.keepAliveMarkdown())
 	if r.BillSuite != nil {
@@ -311,12 +312,13 @@ bill (cache reads 0.1, writes 1.25, a 5-minute cache; output 5× input), the sum
 decisions, edited paths — what the built-in prompt asks a model to keep). Modes: **full**, **selective**,
 **auto**; **selective-eager** (selective.eager, at 2.5×); **full-defer**, **selective-defer**, **auto-defer**
 (condense.defer, at 1×); **auto-relevant** (memory.relevant_context, at 10×). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
-*writes* and *summ.* are its parts (cache reads, input written, the summarizer); *avg fwd* is the average
+*writes* and *summ.* are its parts (cache reads, input written, the summarizer); *GPT-5.6* is the same replay
+billed at OpenAI's prices from the GPT-5.6 family on (reads 0.1, writes 1.25, output 8× input); *avg fwd* is the average
 forwarded request; *facts* are planted facts present in a condensed request as sent and still present as
 forwarded, with the share over selectively condensed requests in brackets.
 
-| session | format | × window | mode | req | max fwd | avg fwd | prefix | bill | reads | writes | summ. | facts |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| session | format | × window | mode | req | max fwd | avg fwd | prefix | bill | reads | writes | summ. | GPT-5.6 | facts |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		facts := "—"
@@ -326,8 +328,8 @@ forwarded, with the share over selectively condensed requests in brackets.
 		if row.SelectiveFactsSeen > 0 {
 			facts += fmt.Sprintf(" (%s)", pct(float64(row.SelectiveFactsKept)/float64(row.SelectiveFactsSeen)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %g | %s | %d | %dk | %dk | %.3f | %.2f | %.2f | %.2f | %.2f | %s |\n", row.Session, row.Format, row.Length, row.Mode,
-			row.Requests, row.MaxForwarded/1000, row.ForwardedAvg/1000, row.PrefixStability, row.BillAnthropic, row.BillReads, row.BillWrites, row.BillSummarizer, facts)
+		fmt.Fprintf(&b, "| %s | %s | %g | %s | %d | %dk | %dk | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", row.Session, row.Format, row.Length, row.Mode,
+			row.Requests, row.MaxForwarded/1000, row.ForwardedAvg/1000, row.PrefixStability, row.BillAnthropic, row.BillReads, row.BillWrites, row.BillSummarizer, row.BillGPT56, facts)
 	}
 	if problems := r.CheckBill(IssueGoals); len(problems) > 0 {
 		b.WriteString("\nGoals missed (issue 18's, and issue 21's for the relevant-context block):\n\n")
