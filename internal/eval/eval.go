@@ -56,7 +56,8 @@ type Source struct {
 	// Format is the wire format the session is replayed in: "" or "chat"
 	// (chat completions), "messages" (Claude Code sessions in their native
 	// Anthropic Messages form), "responses" (any session converted to
-	// OpenAI Responses items, as Codex sends them).
+	// OpenAI Responses items, as Codex sends them), "gemini" (any session
+	// converted to Gemini contents, as Gemini CLI sends them).
 	Format string
 	// Length is the session's length in windows, when the suite chose it
 	// (the bill suite's goals depend on it); 0: not set.
@@ -73,7 +74,9 @@ type Config struct {
 	Threshold float64 // default 0.8
 	Target    float64 // default 0.5
 	// Model, if set, is the model entry of the replays (its prompt-cache
-	// prices are what the planner plans with); nil: the harness's.
+	// prices are what the planner plans with); nil: the harness's. The
+	// Gemini form's replays take its window and encoding, and the
+	// registry's prices for the model they name (geminiModel).
 	Model *config.ModelConfig
 	// SummaryTokens pads the fake's canned summaries to about this many
 	// tokens (0: the short canned text).
@@ -148,7 +151,10 @@ type Row struct {
 	// a small summary_model (Pricings[2]).
 	BillSmallSummarizer float64 `json:"bill_small_summarizer"`
 	// BillGPT56: OpenAI's prices from GPT-5.6 on (Pricings[3]).
-	BillGPT56  float64   `json:"bill_gpt56"`
+	BillGPT56 float64 `json:"bill_gpt56"`
+	// BillGemini: Gemini-style (Pricings[4]), the bill of record of the
+	// Gemini form (Row.Bill).
+	BillGemini float64   `json:"bill_gemini"`
 	BillSeries []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
 	// The Anthropic-style bill in parts, as ratios to mode off's whole
 	// bill: cache reads, fresh (written) input, the summarizer.
@@ -168,8 +174,8 @@ type Row struct {
 	IdleGaps        int     `json:"idle_gaps"`
 	KeepAliveSaving float64 `json:"keepalive_saving"`
 
-	billAnthropic, billOpenAI, billSmall, billGPT56 float64 // absolute, for the ratios
-	reads, writes, sumBill                          float64 // absolute parts of billAnthropic
+	billAnthropic, billOpenAI, billSmall, billGPT56, billGemini float64 // absolute, for the ratios
+	reads, writes, sumBill                                      float64 // absolute parts of billAnthropic
 }
 
 // Report is the outcome of Run.
@@ -271,6 +277,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			native = ms
 		case replay.FormatResponses:
 			native = corpus.Responses(sess)
+		case replay.FormatGemini:
+			native = corpus.Gemini(sess)
 		default:
 			return rep, fmt.Errorf("%s: unknown format %q", src.Spec, src.Format)
 		}
@@ -283,8 +291,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				continue
 			}
 			conv := &conversationOf{}
+			model := cfg.Model
+			if src.Format == replay.FormatGemini {
+				model = geminiModel(cfg.Model)
+			}
 			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
-				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
+				Counter: counter, Model: model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
 				Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv})
 			opts := replay.Options{
 				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
@@ -294,16 +306,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if native == nil {
 				res, err = replay.Run(ctx, sess, st.Fake, counter, opts)
 			} else {
-				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter}}
+				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter},
+					Gemini: &fakeupstream.Gemini{Counter: counter}}
+				var summarize func([]byte) (int, string)
 				if cfg.SummaryTokens > 0 {
-					up.Messages.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
-					up.Responses.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
+					summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
 				}
 				if cfg.FaithfulSummaries {
-					up.Messages.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
-					up.Responses.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
+					summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
 				}
-				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
+				up.Messages.Summarize, up.Responses.Summarize, up.Gemini.Summarize = summarize, summarize, summarize
+				st.SetUpstream(fakeupstream.WithGemini(fakeupstream.Mux(st.Fake, up.Messages, up.Responses), up.Gemini))
 				res, err = replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
 			}
 			st.Close()
@@ -329,10 +342,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Rows = append(rep.Rows, row)
 			billRows(rep.Rows)
 			row = rep.Rows[len(rep.Rows)-1]
-			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d, prefix %.3f, bill %.2f", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected, row.PrefixStability, row.BillAnthropic)
+			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d, prefix %.3f, bill %.2f", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected, row.PrefixStability, row.Bill())
 		}
 	}
 	return rep, nil
+}
+
+// geminiModel is m for the Gemini form's replays: its window, encoding and
+// safety factor, and no prompt-cache prices of its own, so that the
+// registry prices the model their path names (corpus.GeminiModel) as its
+// Gemini family (implicit cache reads at 0.1, writes at the input price,
+// prefixes from 1024 or 4096 tokens). Nil stays nil: the harness's entry
+// has no prices either.
+func geminiModel(m *config.ModelConfig) *config.ModelConfig {
+	if m == nil {
+		return nil
+	}
+	g := *m
+	g.CacheRead, g.CacheWrite, g.CacheTTL, g.MinCachedPrefix, g.InputPricePerMTok = 0, 0, 0, 0, 0
+	return &g
 }
 
 func summarize(res *replay.Result, mode string, window int) Row {
@@ -381,6 +409,7 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
 		row.billSmall += Pricings[2].requestBill(r.FwdCounted, r.CachedTokens)
 		row.billGPT56 += Pricings[3].requestBill(r.FwdCounted, r.CachedTokens)
+		row.billGemini += Pricings[4].requestBill(r.FwdCounted, r.CachedTokens)
 		cached += cachedPart(min(r.CachedTokens, r.FwdCounted))
 		fwd += r.FwdCounted
 	}
@@ -400,6 +429,8 @@ func summarize(res *replay.Result, mode string, window int) Row {
 			row.billSmall += sum
 		case 3:
 			row.billGPT56 += sum
+		case 4:
+			row.billGemini += sum
 		}
 	}
 	if fwd > 0 {

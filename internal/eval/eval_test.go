@@ -155,3 +155,22 @@ func TestBillGate(t *testing.T) {
 		}
 	}
 }
+
+// TestChartNames: a session replayed in several forms has a chart per
+// form.
+func TestChartNames(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range []string{"a.jsonl", "a.jsonl [messages]", "a.jsonl [responses]", "a.jsonl [gemini]", "b.traj.json", "b.traj.json [gemini]", "synthetic-1-4000k"} {
+		n := ChartName(s)
+		if prev, ok := seen[n]; ok {
+			t.Errorf("%q and %q share the chart %s", prev, s, n)
+		}
+		seen[n] = s
+	}
+	if got := ChartName("x y.jsonl [gemini]"); got != "x_y-gemini.svg" {
+		t.Errorf("chart %s", got)
+	}
+	if got := BillChartName("a.traj.json"); got != "a.traj-bill.svg" {
+		t.Errorf("bill chart %s", got)
+	}
+}

@@ -10,9 +10,15 @@ import (
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// ChartName is the file name of a session's chart.
+// ChartName is the file name of a session's chart: its file's name
+// without the extension, and the form it was replayed in when not chat
+// ("x.jsonl [gemini]": x-gemini.svg).
 func ChartName(session string) string {
-	return unsafeName.ReplaceAllString(strings.TrimSuffix(session, filepath.Ext(session)), "_") + ".svg"
+	form := ""
+	if i := strings.LastIndex(session, " ["); i >= 0 && strings.HasSuffix(session, "]") {
+		session, form = session[:i], "-"+session[i+2:len(session)-1]
+	}
+	return unsafeName.ReplaceAllString(strings.TrimSuffix(session, filepath.Ext(session))+form, "_") + ".svg"
 }
 
 var palette = map[string]string{
@@ -237,14 +243,17 @@ cache serves: each request's longest prefix identical to the conversation's prev
 at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
 session (every request, plus the summarizer priced like the main model: its input at the input price, its
 output at the output price; a summary asked in place reads the leading items it shares with a request
-forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under three pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
+forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under four pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
 a cache write —, output 5× input), **GPT-5.6** (OpenAI from the GPT-5.6 family on: reads 0.1, writes 1.25,
-output 8× input) and **OpenAI before GPT-5.6** (cached 0.5, writes free, output 4× input, as gpt-4o); *small
-summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of the
-main model (as Claude Haiku is of Sonnet). The replays plan with Anthropic's prices, which GPT-5.6's equal.
+output 8× input), **OpenAI before GPT-5.6** (cached 0.5, writes free, output 4× input, as gpt-4o) and
+**Gemini-style** (Gemini 2.5 Pro's implicit cache: cached 0.1 from 4,096 tokens, the rest 1, output 8× input);
+*small summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of
+the main model (as Claude Haiku is of Sonnet). The replays plan with Anthropic's prices, which GPT-5.6's
+equal, except in the Gemini form (*[gemini]*), where they plan with the registry's Gemini family (reads 0.1,
+writes 1) and the Gemini-style bill is the one the checks hold.
 
-| session | window | mode | prefix | cached | bill (Anthropic) | bill (GPT-5.6) | bill (OpenAI before 5.6) | bill (small summarizer) | summarizer in (cached) / out |
-|---|---|---|---|---|---|---|---|---|---|
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (GPT-5.6) | bill (OpenAI before 5.6) | bill (Gemini) | bill (small summarizer) | summarizer in (cached) / out |
+|---|---|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		bill := func(v float64) string {
@@ -253,8 +262,9 @@ main model (as Claude Haiku is of Sonnet). The replays plan with Anthropic's pri
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
-			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillGPT56), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillGPT56), bill(row.BillOpenAI), bill(row.BillGemini), bill(row.BillSmallSummarizer),
+			row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
 	}
 	b.WriteString(r.keepAliveMarkdown())
 	if r.BillSuite != nil {
