@@ -118,12 +118,7 @@ func writeGoogleError(w http.ResponseWriter, e *APIError) {
 
 // ServeHTTP implements http.Handler.
 func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	pause(r, g.Delay)
-	fail := func(e *APIError, tokens int) {
-		g.add(r, body, e.Status, tokens, e.Message)
-		writeGoogleError(w, e)
-	}
+	body, fail, err := g.receive(w, r, g.Delay, writeGoogleError)
 	if err != nil {
 		fail(invalid("reading body: %v", err), 0)
 		return
