@@ -220,21 +220,16 @@ func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int
 			pick = append(pick, i)
 		}
 	}
-	res, err := e.digest(ctx, rq, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: rq.in.Total - limit, Pick: pick,
-		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
-		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
-	})
+	sr := e.digestRequest(ctx, rq, msgs)
+	sr.Need, sr.Pick = rq.in.Total-limit, pick
+	res, err := e.digest(ctx, rq, sr)
 	if err != nil {
 		return nil, 0, fmt.Errorf("digesting tool outputs: %w", err)
 	}
 	if res.Digested == 0 {
 		return nil, 0, nil
 	}
-	for _, d := range res.Made {
-		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	rq.addDigestChanges(res.Made)
 	return res.Body, res.Digested, nil
 }
 

@@ -334,10 +334,9 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 		}
 		return ma.Tokens > mb.Tokens
 	})
-	res, err := e.digest(ctx, rq, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
-		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
-	})
+	sr := e.digestRequest(ctx, rq, msgs)
+	sr.Need, sr.Pick = need, pick
+	res, err := e.digest(ctx, rq, sr)
 	if err != nil || res.Digested == 0 {
 		return nil, err
 	}
@@ -353,10 +352,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	if err := e.parse(sub); err != nil {
 		return nil, err
 	}
-	for _, d := range res.Made {
-		sub.changes = append(sub.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	sub.addDigestChanges(res.Made)
 	out, err := e.window(ctx, sub, e.budgets(sub), r, prefix, firstStep)
 	if err != nil || out == nil {
 		return nil, err
