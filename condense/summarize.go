@@ -608,19 +608,26 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		if err != nil {
 			return nil, fmt.Errorf("summarizing chunk %d: %w", i, err)
 		}
-		it.text, it.cached = text, cached
-		it.tokens = e.counter.Text(rq.limits.Encoding, text)
-		if degraded != "" {
-			rq.degraded = append(rq.degraded, degraded)
-		}
-		if !cached {
-			e.storeOriginals(ctx, rq, it.id, from, to)
-		}
-		e.rememberSummary(ctx, rq, it)
-		items = append(items, it)
+		items = append(items, e.keepSummary(ctx, rq, it, text, cached, degraded))
 		prev, prevHash = text, textHash(text)
 	}
 	return items, nil
+}
+
+// keepSummary returns it with its text (cached: read from the cache;
+// degraded: why it fell back, kept with the job's), keeps the originals
+// of a new one, and hands it to the memory.
+func (e *Engine) keepSummary(ctx context.Context, rq *job, it summaryItem, text string, cached bool, degraded string) summaryItem {
+	it.text, it.cached = text, cached
+	it.tokens = e.counter.Text(rq.limits.Encoding, text)
+	if degraded != "" {
+		rq.degraded = append(rq.degraded, degraded)
+	}
+	if !cached {
+		e.storeOriginals(ctx, rq, it.id, it.from, it.to)
+	}
+	e.rememberSummary(ctx, rq, it)
+	return it
 }
 
 // foldLevels folds the oldest complete groups of summaries into the next
@@ -655,17 +662,8 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
 		}
-		it.text, it.cached = text, cached
-		it.tokens = e.counter.Text(rq.limits.Encoding, text)
-		if degraded != "" {
-			rq.degraded = append(rq.degraded, degraded)
-		}
-		if !cached {
-			e.storeOriginals(ctx, rq, it.id, it.from, it.to)
-		}
-		e.rememberSummary(ctx, rq, it)
 		next := append([]summaryItem{}, items[:pos]...)
-		next = append(next, it)
+		next = append(next, e.keepSummary(ctx, rq, it, text, cached, degraded))
 		items = append(next, items[pos+groupSize:]...)
 	}
 	return items, nil
