@@ -330,22 +330,22 @@ func logDigest(content string) string {
 
 // errorBlocks keeps the key lines (errors, failing tests, assertions,
 // compiler errors: package logfacts) with ctx lines of context, at most
-// max blocks.
-func errorBlocks(lines []string, max, ctx int) string {
+// most blocks.
+func errorBlocks(lines []string, most, ctx int) string {
 	var b strings.Builder
 	blocks, last := 0, -1
 	for i, l := range lines {
 		if !logfacts.IsKey(l) || i <= last {
 			continue
 		}
-		if blocks == max {
+		if blocks == most {
 			b.WriteString("[… more error lines condensed …]\n")
 			break
 		}
 		if blocks == 0 {
 			b.WriteString("errors:\n")
 		}
-		from, to := max0(i-ctx, last+1), min(len(lines), i+ctx+1)
+		from, to := max(i-ctx, last+1), min(len(lines), i+ctx+1)
 		if from > last+1 && last >= 0 {
 			b.WriteString("  …\n")
 		}
@@ -356,13 +356,6 @@ func errorBlocks(lines []string, max, ctx int) string {
 		blocks++
 	}
 	return b.String()
-}
-
-func max0(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // searchDigest: match and file counts, the files, the first matches.
