@@ -42,6 +42,7 @@
 package condense
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -223,57 +224,35 @@ type Options struct {
 	HoldoutShare float64
 }
 
+// defaults sets every option left at its zero value (or below it) to its
+// default.
 func (o *Options) defaults() {
-	if o.Target <= 0 {
-		o.Target = 0.5
-	}
-	if o.KeepRecentTurns <= 0 {
-		o.KeepRecentTurns = 3
-	}
-	if o.ChunkTokens <= 0 {
-		o.ChunkTokens = 12000
-	}
-	if o.SummaryBudgetTokens <= 0 {
-		o.SummaryBudgetTokens = 8000
-	}
-	if o.Summarizer == "" {
-		o.Summarizer = "llm"
-	}
-	if o.SummaryTimeout <= 0 {
-		o.SummaryTimeout = 60 * time.Second
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
-	}
-	if o.SummaryMaxTokens <= 0 {
-		o.SummaryMaxTokens = 2000
-	}
-	if o.Prompt == "" {
-		o.Prompt = DefaultPrompt
-	}
-	if o.OriginalsTTL <= 0 {
-		o.OriginalsTTL = 24 * time.Hour
-	}
-	if o.NegativeTTL <= 0 {
-		o.NegativeTTL = 30 * time.Second
-	}
-	if o.PrepareConcurrency <= 0 {
-		o.PrepareConcurrency = 2
-	}
-	if o.SummarizerConcurrency <= 0 {
-		o.SummarizerConcurrency = 8
-	}
-	if o.MaxSummarizerCalls <= 0 {
-		o.MaxSummarizerCalls = 16
-	}
-	if o.DigestInputBytes <= 0 {
-		o.DigestInputBytes = 24000
-	}
-	if o.DigestMaxTokens <= 0 {
-		o.DigestMaxTokens = 600
-	}
+	setDefault(&o.Target, 0.5)
+	setDefault(&o.KeepRecentTurns, 3)
+	setDefault(&o.ChunkTokens, 12000)
+	setDefault(&o.SummaryBudgetTokens, 8000)
+	setDefault(&o.Summarizer, "llm")
+	setDefault(&o.SummaryTimeout, 60*time.Second)
+	setDefault(&o.MaxWait, 30*time.Second)
+	setDefault(&o.SummaryMaxTokens, 2000)
+	setDefault(&o.Prompt, DefaultPrompt)
+	setDefault(&o.OriginalsTTL, 24*time.Hour)
+	setDefault(&o.NegativeTTL, 30*time.Second)
+	setDefault(&o.PrepareConcurrency, 2)
+	setDefault(&o.SummarizerConcurrency, 8)
+	setDefault(&o.MaxSummarizerCalls, 16)
+	setDefault(&o.DigestInputBytes, 24000)
+	setDefault(&o.DigestMaxTokens, 600)
 	if o.AutoLLMShare == 0 {
 		o.AutoLLMShare = 0.02
+	}
+}
+
+// setDefault sets *v to def when it is at or below its zero value.
+func setDefault[T cmp.Ordered](v *T, def T) {
+	var zero T
+	if *v <= zero {
+		*v = def
 	}
 }
 
@@ -790,6 +769,24 @@ func digestsOnly(rq *job) ([]byte, error) {
 	derive(top, out, func() (view.Layout, error) { return view.PatchLayout(top.in, e.Patches) })
 	counted(rq, top, top.countedOut, top.out)
 	return out, nil
+}
+
+// digestRequest asks package selective about rq's messages msgs (its tool
+// outputs), within the caller's scope, keeping the originals of the
+// digests it makes (keepOriginal); a counting request makes no new cache
+// entry (CacheOnly).
+func (e *Engine) digestRequest(ctx context.Context, rq *job, msgs []selective.Message) selective.Request {
+	return selective.Request{Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding,
+		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
+		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) }}
+}
+
+// addDigestChanges records the digests made among the job's changes.
+func (rq *job) addDigestChanges(made []selective.Made) {
+	for _, d := range made {
+		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
+			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
+	}
 }
 
 // digest applies package selective to rq.in (sr.Body is rq.in.Body): the

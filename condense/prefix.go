@@ -272,17 +272,11 @@ func (r *prefixReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads a signed varint: a uvarint, zig-zag encoded (as
+// binary.Varint reads it).
 func (r *prefixReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errPrefixRecord
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	ux := r.uvarint()
+	return int64(ux>>1) ^ -int64(ux&1)
 }
 
 func (r *prefixReader) u64() uint64 {

@@ -32,14 +32,9 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		}
 	}
 	apply := func(protect int) (selective.Result, error) {
-		return e.digest(ctx, rq, selective.Request{
-			Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
-			ProtectFrom: protect, BriefBefore: e.briefBefore(rq, msgs),
-			Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
-			Keep: func(id string, original func() []byte) {
-				e.keepOriginal(ctx, rq, id, original)
-			},
-		})
+		sr := e.digestRequest(ctx, rq, msgs)
+		sr.Need, sr.MinTokens, sr.ProtectFrom, sr.BriefBefore, sr.Summarize = math.MaxInt32, e.eagerMinTokens(rq), protect, e.briefBefore(rq, msgs), summarize
+		return e.digest(ctx, rq, sr)
 	}
 	// The frontier: the first of its possible points at which the
 	// request fits the limit (the frontier moves when it must, as full
@@ -65,10 +60,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if res.Digested+res.Cleared == 0 {
 		return nil, rq.in.Total <= b.limit, nil
 	}
-	for _, d := range res.Made {
-		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	rq.addDigestChanges(res.Made)
 	e.rememberDigests(ctx, rq, res.Made)
 	after, err := e.countOut(rq, res.Body)
 	if err != nil {
@@ -140,13 +132,7 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 	if point == 0 {
 		return 0
 	}
-	first := rq.conv.steps[point].first
-	for i, m := range msgs {
-		if m.Item >= first {
-			return i
-		}
-	}
-	return 0
+	return msgIndex(msgs, rq.conv.steps[point].first, 0)
 }
 
 // frontierPoints returns where the digest frontier may stand, in the
@@ -215,13 +201,18 @@ func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int 
 	if point >= len(rq.conv.steps) {
 		return len(msgs)
 	}
-	first := rq.conv.steps[point].first
+	return msgIndex(msgs, rq.conv.steps[point].first, len(msgs))
+}
+
+// msgIndex returns the index of the first of msgs at or after item item,
+// none when there is none.
+func msgIndex(msgs []selective.Message, item, none int) int {
 	for i, m := range msgs {
-		if m.Item >= first {
+		if m.Item >= item {
 			return i
 		}
 	}
-	return len(msgs)
+	return none
 }
 
 // paidPoint returns the last of the grid points after from whose move
