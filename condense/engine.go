@@ -375,6 +375,11 @@ type Report struct {
 	// unknown): a bounded label for metrics.
 	Family string
 
+	// Cold: the request came over the threshold after its conversation
+	// was idle longer than the model's cache lifetime (its prefix is
+	// written again anyway): it was condensed to the target (cold.go).
+	Cold bool
+
 	// Deferred says why a request over the threshold was forwarded as
 	// received (condense.defer: condensing it now would cost more than it
 	// saves over the requests expected to follow).
@@ -573,6 +578,9 @@ type job struct {
 	shrunk bool
 	// over: the request as received is over the threshold.
 	over bool
+	// cold: over the threshold after an idle gap past the model's cache
+	// lifetime (cold.go): every part moves as far as the target asks.
+	cold bool
 	// grid holds the received request's step tokens: stride grids are
 	// laid on them, so they stay put when digests change the counts.
 	grid []int

@@ -63,15 +63,21 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	cutKey := rq.cutKey(len(prefix) > 0)
 	keep := e.storedCut(ctx, rq, cutKey, firstStep, must)
 	plan, planned := e.cutPlanOf(ctx, rq, b, prefixTok)
+	// A cold turn moves the cut unless the request fits the target with
+	// it (cold.go).
+	moveAt := plan.Limit
+	if rq.cold {
+		moveAt = min(moveAt, b.target)
+	}
 	held := -1 // the tokens of auto's summaries at the stored cut, when read
-	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > plan.Limit {
+	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > moveAt {
 		// Over the limit with the summaries' budget: auto's cut stays
 		// while the request fits with the summaries it carries, as
 		// written — the budget is their bound, not their size.
 		if rq.summarizeCut && len(prefix) == 0 {
 			held = e.storedNote(ctx, rq, cutKey, keep)
 		}
-		if held < 0 || fixed-note+held+c.stepTokens(keep, len(c.steps)) > plan.Limit {
+		if held < 0 || fixed-note+held+c.stepTokens(keep, len(c.steps)) > moveAt {
 			keep, held = -1, -1
 		}
 	}
@@ -83,7 +89,7 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		}
 		stride := plan.Stride
 		fit := max(plan.Limit-stride, 0)
-		if !rq.over {
+		if !rq.over || rq.cold {
 			fit = min(fit, b.target)
 		}
 		grid := rq.gridTokens()
