@@ -89,6 +89,10 @@ type Config struct {
 	// ProxyLog, when set, receives the proxy's own log (a line per
 	// request, with what was applied and why); nil: discarded.
 	ProxyLog *slog.Logger
+	// ColdModes names the modes whose chat replays also run the
+	// cold-turn arm (cold.go): replayed again with the engine's clock
+	// moved by the idle gaps. Nil: auto only; empty: none.
+	ColdModes []string
 }
 
 // Row is one session replayed in one mode.
@@ -165,9 +169,26 @@ type Row struct {
 	// with those gaps (-1: not estimated).
 	IdleGaps        int     `json:"idle_gaps"`
 	KeepAliveSaving float64 `json:"keepalive_saving"`
+	// Cold turns over the same idle gaps (cold.go), chat replays only:
+	// ColdGaps is the gaps longer than the cache's lifetime (the request
+	// after each writes its whole prompt). BillIdle is the Anthropic-style
+	// bill with the gaps of this replay, whose engine does not see them
+	// (every request condensed as without gaps), BillCold that of the
+	// cold-turn arm, whose engine's clock moves by them, both as ratios to
+	// mode off's BillIdle (-1: not replayed); ColdTurns are the requests
+	// the arm condensed cold, and ColdFacts* its facts as FactsSeen,
+	// FactsKept and FactsByKind are this replay's.
+	ColdGaps        int                         `json:"cold_gaps"`
+	BillIdle        float64                     `json:"bill_idle"`
+	BillCold        float64                     `json:"bill_cold"`
+	ColdTurns       int                         `json:"cold_turns"`
+	ColdFactsSeen   int                         `json:"cold_facts_seen"`
+	ColdFactsKept   int                         `json:"cold_facts_kept"`
+	ColdFactsByKind map[string]replay.FactCount `json:"cold_facts_by_kind,omitempty"`
 
 	billAnthropic, billOpenAI, billSmall float64 // absolute, for the ratios
 	reads, writes, sumBill               float64 // absolute parts of billAnthropic
+	billIdle, billCold                   float64 // absolute; billCold -1: not replayed
 }
 
 // Report is the outcome of Run.
@@ -239,6 +260,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	coldModes := cfg.ColdModes
+	if coldModes == nil {
+		coldModes = []string{"auto"}
+	}
 	rep := &Report{Threshold: cfg.Threshold, SummaryTokens: cfg.SummaryTokens, Generated: time.Now().UTC().Format("2006-01-02")}
 	counter := tokenizer.New(tokenizer.Options{})
 	for _, src := range cfg.Sources {
@@ -280,18 +305,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if len(src.Modes) > 0 && !slices.Contains(src.Modes, m.Name) {
 				continue
 			}
-			conv := &conversationOf{}
-			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
-				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
-				Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv})
-			opts := replay.Options{
-				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
-				Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
-			}
-			var res *replay.Result
-			if native == nil {
-				res, err = replay.Run(ctx, sess, st.Fake, counter, opts)
-			} else {
+			// replayOnce replays the session through a stack of its own
+			// whose engine reads now (nil: the wall clock), before, if
+			// set, called before each request.
+			replayOnce := func(now func() time.Time, before func(int)) (*replay.Result, error) {
+				conv := &conversationOf{}
+				st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
+					Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
+					Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv, Now: now})
+				defer st.Close()
+				opts := replay.Options{
+					ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
+					Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
+					Before: before,
+				}
+				if native == nil {
+					return replay.Run(ctx, sess, st.Fake, counter, opts)
+				}
 				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter}}
 				if cfg.SummaryTokens > 0 {
 					up.Messages.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
@@ -302,16 +332,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					up.Responses.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
 				}
 				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
-				res, err = replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
+				return replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
 			}
-			st.Close()
+			res, err := replayOnce(nil, nil)
 			if err != nil {
 				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
 			}
 			row := summarize(res, m.Name, src.Window)
-			row.KeepAliveSaving = -1
+			row.KeepAliveSaving, row.billIdle, row.billCold = -1, -1, -1
 			if native == nil {
 				keepAliveRow(&row, res, sess, cfg.Every)
+				gaps := idleGaps(sess, cfg.Every)
+				idleRow(&row, res, gaps)
+				if m.Name != "off" && slices.Contains(coldModes, m.Name) {
+					clock := newReplayClock(gaps)
+					cold, err := replayOnce(clock.Now, clock.before)
+					if err != nil {
+						return rep, fmt.Errorf("%s in mode %s, cold-turn arm: %w", sess.Name, m.Name, err)
+					}
+					coldArm(&row, cold, gaps)
+				}
 			}
 			row.Format = src.Format
 			row.Length = src.Length
@@ -382,11 +422,7 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		fwd += r.FwdCounted
 	}
 	for i, p := range Pricings {
-		// A call asked in place reads what the provider cached of the
-		// conversation at the cached price, and writes the rest.
-		plain := res.SummarizerTokensIn - res.SummarizerTokensCached - res.SummarizerTokensInPlace
-		sum := p.SummaryIn*float64(plain) + p.Cached*float64(res.SummarizerTokensCached) +
-			max(p.SummaryIn, p.Fresh)*float64(res.SummarizerTokensInPlace) + p.SummaryOut*float64(res.SummarizerTokensOut)
+		sum := summarizerBill(res, p)
 		switch i {
 		case 0:
 			row.billAnthropic += sum
@@ -415,6 +451,15 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.LatencyP99Ms = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
 	return row
+}
+
+// summarizerBill is what res's summarizer calls cost under p. A call asked
+// in place reads what the provider cached of the conversation at the
+// cached price, and writes the rest.
+func summarizerBill(res *replay.Result, p Pricing) float64 {
+	plain := res.SummarizerTokensIn - res.SummarizerTokensCached - res.SummarizerTokensInPlace
+	return p.SummaryIn*float64(plain) + p.Cached*float64(res.SummarizerTokensCached) +
+		max(p.SummaryIn, p.Fresh)*float64(res.SummarizerTokensInPlace) + p.SummaryOut*float64(res.SummarizerTokensOut)
 }
 
 // Check returns the failures the CI gate cares about: any rejected
