@@ -12,23 +12,28 @@ import (
 // it is used: past its lifetime (the model's cache TTL) idle, the next
 // request writes its whole prompt again, whatever the proxy forwards.
 // Editing cached history costs a re-write only while the cache lives, so
-// the turn after such a gap is the cheapest moment to condense deeply: a
-// request over the threshold then is condensed to the target — each part
-// (the digest frontier, the cut or the fold) moves as far as it goes, as
-// if re-writing were free — rather than just under the threshold, and the
-// warm requests that follow keep its prefix (each part's new position is
-// a floor they never move back from).
+// the turn after such a gap is the cheapest moment to condense deeper:
+// on a request over the threshold then, each edit the conversation has
+// moves as far as it goes at no bust cost — the digest frontier to its
+// last point, the cut or the fold (and auto's one fold, which moves by
+// switching to the digests and the cut) down to the target, rather than
+// staying put until the request outgrows the threshold — and the warm
+// requests that follow keep its prefix: each new position is a floor
+// they never move back from (the cut's is the cut itself). A cold turn
+// starts no kind of edit the conversation's warm plan would not: one that
+// only digests keeps to its digests while they fit the threshold (a cut
+// would trade the facts of the steps it omits for the bill).
 //
-// The rule: a request is cold when its conversation's last use is older
-// than the model's cache TTL by the engine's clock. Its last use is the
-// later of the conversation's last request forwarded (its prefix record's
-// time, in the shared cache: every replica reads the same) and the last
-// keep-alive ping that read its cache (Warmed, also in the shared cache).
-// A conversation never seen is not cold (nothing says it was idle), nor
-// is a request under the threshold: it goes as received, as always.
+// A request is cold when its conversation's last use is older than the
+// model's cache TTL by the engine's clock. Its last use is the later of
+// the conversation's last request forwarded (its prefix record's time, in
+// the shared cache: every replica reads the same) and the last keep-alive
+// ping that read its cache (Warmed, also in the shared cache). A
+// conversation never seen is not cold (nothing says it was idle), nor is
+// a request under the threshold: it goes as received, as always.
 
 // coldReason is what a cold request's reason says.
-const coldReason = "; cold: idle past the cache's lifetime, its prefix is written again anyway: condensed to the target"
+const coldReason = "; cold: idle past the cache's lifetime, its prefix is written again anyway: its edits move as far as they go"
 
 // coldTurn reports whether rq comes after an idle gap longer than the
 // model's cache lifetime (scope and conv name the conversation's prefix

@@ -77,10 +77,11 @@ func coldRun(t *testing.T, scope, mode string, req func(int) []byte, n int, gaps
 }
 
 // coldAt returns the request the gap goes before: a request over the
-// threshold of the conversation condensed twice already that today's
-// engine forwards well over the target, keeping its prefix — as it does
-// on the three requests after it (the cut or the fold holds there).
-func coldAt(t *testing.T, warm []Result, target int) int {
+// threshold of a conversation condensed twice already, cut or folded
+// (cut: true) or only digested (false), that today's engine forwards well
+// over the target, keeping its prefix — as it does on the three requests
+// after it (the cut or the fold holds there).
+func coldAt(t *testing.T, warm []Result, target int, cut bool) int {
 	condensed := 0
 	holds := func(k int) bool {
 		return warm[k].Report.Applied != AppliedNone && messagesPrefix(warm[k-1].Body, warm[k].Body)
@@ -89,13 +90,24 @@ func coldAt(t *testing.T, warm []Result, target int) int {
 		if r.Report.Applied == AppliedNone {
 			continue
 		}
-		if condensed++; condensed > 2 && r.Report.TokensAfter > target*11/10 && k+4 < len(warm) &&
+		if condensed++; condensed > 2 && r.Report.TokensAfter > target*11/10 && k+4 < len(warm) && cutOrFolded(r.Report) == cut &&
 			holds(k) && holds(k+1) && holds(k+2) && holds(k+3) {
 			return k
 		}
 	}
-	t.Fatal("no warm request forwarded over the target: the premise does not hold")
+	t.Fatalf("no request forwarded over the target (cut or folded: %v): the premise does not hold", cut)
 	return -1
+}
+
+// cutOrFolded reports whether r's request omits steps (a cut or a fold),
+// not only digests.
+func cutOrFolded(r Report) bool {
+	for _, c := range r.Changes {
+		if c.Kind != ChangeDigest {
+			return true
+		}
+	}
+	return false
 }
 
 // messagesPrefix reports whether the forwarded messages of prev lead
@@ -119,10 +131,11 @@ func messagesPrefix(prev, cur []byte) bool {
 
 // TestColdTurn: with a model whose cache lives a few seconds, requests
 // over the threshold a second apart are condensed as today (the bytes of
-// an engine that never sees a gap); after a gap longer than the cache's
-// lifetime, the next request is condensed to the target — deeper than
-// today's engine condenses it — and the warm requests after it keep its
-// forwarded messages as their prefix, byte for byte. In every mode.
+// an engine that never sees a gap), and one under it after a gap goes as
+// received; after a gap longer than the cache's lifetime, the next request
+// of the conversation cut or folded is condensed to the target — deeper
+// than today's engine condenses it — and the warm requests after it keep
+// its forwarded messages as their prefix, byte for byte. In every mode.
 func TestColdTurn(t *testing.T) {
 	req, turns := coldSession(t)
 	target := int(coldWindow * coldTarget)
@@ -132,7 +145,7 @@ func TestColdTurn(t *testing.T) {
 			now := func() time.Time { return clock }
 			ref := coldEngine(cache.NewMemory(256<<20), now)
 			warm := coldRun(t, "s", mode, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
-			j := coldAt(t, warm, target)
+			j := coldAt(t, warm, target, true)
 			// A gap before a request under the threshold too: it goes as
 			// received all the same.
 			under := 1
@@ -171,6 +184,33 @@ func TestColdTurn(t *testing.T) {
 	}
 }
 
+// TestColdTurnStartsNoCut: in auto, a cold turn of a conversation that
+// only digests, its digests within the threshold, keeps to its digests —
+// as far as they go, no step omitted — and the warm requests after it
+// keep its prefix.
+func TestColdTurnStartsNoCut(t *testing.T) {
+	req, turns := coldSession(t)
+	clock := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return clock }
+	ref := coldEngine(cache.NewMemory(256<<20), now)
+	warm := coldRun(t, "s", ModeAuto, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
+	j := coldAt(t, warm, int(coldWindow*coldTarget), false)
+	clock = time.Unix(1_700_000_000, 0)
+	e := coldEngine(cache.NewMemory(256<<20), now)
+	got := coldRun(t, "s", ModeAuto, req, j+4, map[int]time.Duration{j: coldTTL}, func(int) *Engine { return e }, &clock, nil)
+	c := got[j].Report
+	if !c.Cold || cutOrFolded(c) || c.TokensAfter > warm[j].Report.TokensAfter {
+		t.Fatalf("request %d after the gap: cold %v, cut or folded %v, %d tokens forwarded (without the gap %d); %q",
+			j, c.Cold, cutOrFolded(c), c.TokensAfter, warm[j].Report.TokensAfter, c.Reason)
+	}
+	for k := j + 1; k < len(got); k++ {
+		if r := got[k].Report; r.Cold || cutOrFolded(r) || !messagesPrefix(got[k-1].Body, got[k].Body) {
+			t.Fatalf("warm request %d after the cold one: cold %v, cut or folded %v, prefix kept %v (%q)",
+				k, r.Cold, cutOrFolded(r), messagesPrefix(got[k-1].Body, got[k].Body), r.Reason)
+		}
+	}
+}
+
 // TestColdTurnWarmedByPings: a conversation whose cache a keep-alive ping
 // read within its lifetime (Engine.Warmed) is not cold after a gap longer
 // than the lifetime: its request is condensed as if there had been none
@@ -183,7 +223,7 @@ func TestColdTurnWarmedByPings(t *testing.T) {
 	now := func() time.Time { return clock }
 	ref := coldEngine(cache.NewMemory(256<<20), now)
 	warm := coldRun(t, "s", ModeAuto, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
-	j := coldAt(t, warm, int(coldWindow*coldTarget))
+	j := coldAt(t, warm, int(coldWindow*coldTarget), true)
 	conv := warm[j].Report.Conversation
 	for _, tc := range []struct {
 		name    string
@@ -245,7 +285,7 @@ func TestColdTurnReplicas(t *testing.T) {
 			now := func() time.Time { return clock }
 			ref := coldEngine(cache.NewMemory(256<<20), now)
 			warm := coldRun(t, "s", mode, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
-			j := coldAt(t, warm, int(coldWindow*coldTarget))
+			j := coldAt(t, warm, int(coldWindow*coldTarget), true)
 			gaps := map[int]time.Duration{j: coldTTL}
 			clock = time.Unix(1_700_000_000, 0)
 			alone := coldEngine(cache.NewMemory(256<<20), now)

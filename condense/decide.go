@@ -168,7 +168,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	default:
 		r.Reason = "forced"
 	}
-	if over && e.coldTurn(ctx, rq, r.Conversation) {
+	if over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
 		rq.cold = true
 		r.Reason += coldReason
 	}
@@ -397,9 +397,10 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		// (plan.go) — in auto, unless the fold is cheaper still.
 		choose := fits && !sticky && out != nil && rq.over && !rq.cold // the digests fit: auto's and this choice are open
 		if fits && !sticky && out != nil && rq.cold {
-			// A cold turn's digests reach the target: the choices are
-			// frozen for the digests (a fold or the window would re-write
-			// them on a warm turn).
+			// A cold turn whose digests fit: the conversation keeps to
+			// them, as far as they go — a cold turn starts no cut nor
+			// fold (cold.go) — and the choices are frozen for them (a
+			// fold or the cut would re-write them on a warm turn).
 			e.decide(ctx, rq, decisionWindowFirst, func() int { return windowLater })
 			if mode == ModeAuto {
 				e.decide(ctx, rq, decisionAuto, func() int { return autoDigests })
@@ -456,10 +457,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		// were). The sliding window's cut — selective's, deep and rare —
 		// with summaries of what it omits in place of its marker.
 		if !sticky {
-			switch {
-			case rq.cold:
-				r.Reason += "; digests not enough for the target, the oldest steps summarized"
-			case !windowNow:
+			if !windowNow {
 				r.Reason += "; digests not enough for the limit, the oldest steps summarized"
 			}
 			if rq.keeps() {

@@ -193,6 +193,10 @@ type Options struct {
 	// expected to follow; at the hard limit (the window less the room the
 	// answer needs) condensing is forced. Default false.
 	Defer bool
+	// NoColdTurns turns cold turns off (cold.go): a request after an
+	// idle gap past the model's cache lifetime is condensed as any
+	// other. Default false: they are on.
+	NoColdTurns bool
 	// SelectiveEager digests old tool outputs from the first request on,
 	// in selective and auto modes, below the threshold too. Default false.
 	SelectiveEager bool
@@ -579,7 +583,8 @@ type job struct {
 	// over: the request as received is over the threshold.
 	over bool
 	// cold: over the threshold after an idle gap past the model's cache
-	// lifetime (cold.go): every part moves as far as the target asks.
+	// lifetime (cold.go): the conversation's edits move as far as they
+	// go, the cut and the fold to the target.
 	cold bool
 	// grid holds the received request's step tokens: stride grids are
 	// laid on them, so they stay put when digests change the counts.

@@ -63,9 +63,6 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
 	limit := b.limit
-	if rq.cold {
-		limit = b.target
-	}
 	if res.Digested+res.Cleared == 0 {
 		return nil, rq.in.Total <= limit, nil
 	}

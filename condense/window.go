@@ -89,8 +89,14 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		}
 		stride := plan.Stride
 		fit := max(plan.Limit-stride, 0)
-		if !rq.over || rq.cold {
+		if !rq.over {
 			fit = min(fit, b.target)
+		}
+		if rq.cold {
+			// A cold turn: to the target, at the first step after which
+			// the request fits it — no deeper than asked, the steps
+			// after it kept verbatim (cold.go).
+			fit, stride = b.target, 0
 		}
 		grid := rq.gridTokens()
 		acc := 0

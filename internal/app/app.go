@@ -446,6 +446,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		DigestMaxTokens:     cfg.Selective.LLMDigestMaxTokens,
 		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
 		Defer:               cfg.Condense.Defer,
+		NoColdTurns:         !cfg.Condense.ColdTurns,
 		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
 		HoldoutShare:        cfg.Condense.HoldoutShare,
 	}

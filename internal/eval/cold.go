@@ -12,24 +12,31 @@ import (
 
 // Cold turns (condense/cold.go) over idle gaps: the replay sends its
 // requests back to back, so the proxy's engine never sees an idle gap.
-// The cold-turn arm replays a chat session again with the engine's clock
-// moved by the gaps keep-alive's estimate draws (keepalive.go: the same
-// gaps, before the same requests), one second between the others: after a
-// gap longer than the cache's lifetime a request over the threshold is
-// condensed to the target. Both arms — the replay whose engine does not
-// see the gaps (every request forwarded as today) and the cold-turn one —
+// The cold-turn arms replay a chat session again with the engine's clock
+// moved by idle gaps drawn as keep-alive's estimate draws them
+// (idleGaps), one second between the other requests: with cold turns on,
+// after a gap longer than the cache's lifetime a request over the
+// threshold is condensed to the target; with them off
+// (condense.cold_turns: false), as any other — its engine sees the gaps
+// all the same (its estimates, and so auto's LLM allowance, do). Both
 // are priced with the gaps: a request after a gap longer than the cache's
 // lifetime writes its whole prompt again.
 
 // idleGaps returns the idle gap before each replayed request of sess (0:
-// none), drawn as keepAliveRow draws them: from a seed of the session's
-// name, in the order of the requests that follow a turn-ending answer
-// (the first request has none).
+// none), drawn as keep-alive's estimate draws them (drawGap, from a seed
+// of the session's name, in the order of the requests), before every
+// request that carries a user message after the agent's last step: the
+// user came back — after a turn-ending answer (keep-alive's idle points,
+// idleBefore), or with a follow-up while the agent worked (the generated
+// sessions' only kind: they have no turn-ending answer). Keep-alive's
+// pings follow only turn-ending answers, so its estimate keeps to those;
+// a cold turn follows any gap. (When a session's user messages all follow
+// turn-ending answers, the gaps are keep-alive's.)
 func idleGaps(sess *corpus.Session, every int) []time.Duration {
 	h := fnv.New64a()
 	h.Write([]byte(sess.Name))
 	rng := rand.New(rand.NewPCG(h.Sum64(), 22))
-	idle := idleBefore(sess, every)
+	idle := userReturns(sess, every)
 	gaps := make([]time.Duration, len(idle))
 	for i, ok := range idle {
 		if i > 0 && ok {
@@ -37,6 +44,25 @@ func idleGaps(sess *corpus.Session, every int) []time.Duration {
 		}
 	}
 	return gaps
+}
+
+// userReturns marks the replayed requests (every every-th of the
+// session's, and its last, as replay.Run sends them) whose messages after
+// the last assistant message include a user message.
+func userReturns(s *corpus.Session, every int) []bool {
+	ends := s.TurnEnds()
+	var out []bool
+	for i, n := range ends {
+		if i%every != 0 && i != len(ends)-1 {
+			continue
+		}
+		user := false
+		for j := n - 1; j > 0 && s.Messages[j].Role != "assistant"; j-- {
+			user = user || s.Messages[j].Role == "user"
+		}
+		out = append(out, user && i > 0)
+	}
+	return out
 }
 
 // idleBill is the Anthropic-style bill (p) of reqs with gaps before them,
@@ -92,13 +118,19 @@ func (c *replayClock) before(int) {
 	c.next++
 }
 
-// idleRow sets row's bill with the idle gaps (gaps) of blind, the replay
-// whose engine did not see them; mode off's bill in the cold-turn arm is
-// the same (it forwards every request as received either way), every
-// other mode's is not known (-1) until coldArm sets it.
-func idleRow(row *Row, blind *replay.Result, gaps []time.Duration) {
-	row.billIdle, row.ColdGaps = idleBill(blind, gaps, Pricings[0])
-	row.billCold = -1
+// idleRow sets row's bill with the idle gaps (gaps) from res: mode off's
+// replay (it forwards every request as received, whatever its engine's
+// clock), or another mode's replayed with the engine's clock moved by
+// the gaps and cold turns off; and its facts.
+func idleRow(row *Row, res *replay.Result, gaps []time.Duration) {
+	row.billIdle, row.ColdGaps = idleBill(res, gaps, Pricings[0])
+	row.ColdIdleGaps = 0
+	for _, g := range gaps {
+		if g > 0 {
+			row.ColdIdleGaps++
+		}
+	}
+	row.IdleFactsSeen, row.IdleFactsKept, row.IdleFactsByKind = res.FactsSeen, res.FactsKept, res.FactsByKind
 	if row.Mode == "off" {
 		row.billCold = row.billIdle
 	}

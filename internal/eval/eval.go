@@ -169,19 +169,26 @@ type Row struct {
 	// with those gaps (-1: not estimated).
 	IdleGaps        int     `json:"idle_gaps"`
 	KeepAliveSaving float64 `json:"keepalive_saving"`
-	// Cold turns over the same idle gaps (cold.go), chat replays only:
-	// ColdGaps is the gaps longer than the cache's lifetime (the request
-	// after each writes its whole prompt). BillIdle is the Anthropic-style
-	// bill with the gaps of this replay, whose engine does not see them
-	// (every request condensed as without gaps), BillCold that of the
-	// cold-turn arm, whose engine's clock moves by them, both as ratios to
-	// mode off's BillIdle (-1: not replayed); ColdTurns are the requests
-	// the arm condensed cold, and ColdFacts* its facts as FactsSeen,
-	// FactsKept and FactsByKind are this replay's.
+	// Cold turns over idle gaps (cold.go), chat replays in mode off and
+	// the modes of Config.ColdModes: ColdIdleGaps is the gaps drawn
+	// (before every request that carries a user message after the
+	// agent's last step), ColdGaps those longer than the cache's lifetime
+	// (the request after each writes its whole prompt). The session is
+	// replayed twice more, the engine's clock moved by the gaps: BillIdle
+	// is the Anthropic-style bill with the gaps of the replay with cold
+	// turns off (condense.cold_turns: false), BillCold of the one with
+	// them on, both as ratios to mode off's bill with the gaps (-1: not
+	// replayed); IdleFacts* are the facts of the first, ColdFacts* of the
+	// second (as FactsSeen, FactsKept and FactsByKind are this replay's),
+	// ColdTurns the requests it condensed cold.
+	ColdIdleGaps    int                         `json:"cold_idle_gaps"`
 	ColdGaps        int                         `json:"cold_gaps"`
 	BillIdle        float64                     `json:"bill_idle"`
 	BillCold        float64                     `json:"bill_cold"`
 	ColdTurns       int                         `json:"cold_turns"`
+	IdleFactsSeen   int                         `json:"idle_facts_seen"`
+	IdleFactsKept   int                         `json:"idle_facts_kept"`
+	IdleFactsByKind map[string]replay.FactCount `json:"idle_facts_by_kind,omitempty"`
 	ColdFactsSeen   int                         `json:"cold_facts_seen"`
 	ColdFactsKept   int                         `json:"cold_facts_kept"`
 	ColdFactsByKind map[string]replay.FactCount `json:"cold_facts_by_kind,omitempty"`
@@ -308,10 +315,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			// replayOnce replays the session through a stack of its own
 			// whose engine reads now (nil: the wall clock), before, if
 			// set, called before each request.
-			replayOnce := func(now func() time.Time, before func(int)) (*replay.Result, error) {
+			replayOnce := func(now func() time.Time, before func(int), configure func(*config.Config)) (*replay.Result, error) {
 				conv := &conversationOf{}
 				st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
-					Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
+					Counter: counter, Model: cfg.Model, Configure: configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
 					Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv, Now: now})
 				defer st.Close()
 				opts := replay.Options{
@@ -334,7 +341,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
 				return replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
 			}
-			res, err := replayOnce(nil, nil)
+			res, err := replayOnce(nil, nil, m.Configure)
 			if err != nil {
 				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
 			}
@@ -343,14 +350,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if native == nil {
 				keepAliveRow(&row, res, sess, cfg.Every)
 				gaps := idleGaps(sess, cfg.Every)
-				idleRow(&row, res, gaps)
-				if m.Name != "off" && slices.Contains(coldModes, m.Name) {
-					clock := newReplayClock(gaps)
-					cold, err := replayOnce(clock.Now, clock.before)
-					if err != nil {
-						return rep, fmt.Errorf("%s in mode %s, cold-turn arm: %w", sess.Name, m.Name, err)
+				if m.Name == "off" {
+					idleRow(&row, res, gaps)
+				} else if slices.Contains(coldModes, m.Name) {
+					// The two arms over the gaps, the engine's clock moved
+					// by them: cold turns off, then on.
+					arm := func(cold bool) (*replay.Result, error) {
+						clock := newReplayClock(gaps)
+						return replayOnce(clock.Now, clock.before, func(c *config.Config) {
+							if m.Configure != nil {
+								m.Configure(c)
+							}
+							c.Condense.ColdTurns = cold
+						})
 					}
-					coldArm(&row, cold, gaps)
+					without, err := arm(false)
+					if err != nil {
+						return rep, fmt.Errorf("%s in mode %s over idle gaps: %w", sess.Name, m.Name, err)
+					}
+					with, err := arm(true)
+					if err != nil {
+						return rep, fmt.Errorf("%s in mode %s over idle gaps, cold turns: %w", sess.Name, m.Name, err)
+					}
+					idleRow(&row, without, gaps)
+					coldArm(&row, with, gaps)
 				}
 			}
 			row.Format = src.Format

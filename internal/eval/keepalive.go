@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 
@@ -107,20 +108,10 @@ func keepAliveSaving(reqs []replay.Request, idle []bool, p Pricing, gap func() t
 
 // keepAliveRow sets row's keep-alive estimate for a chat replay of sess,
 // Anthropic-style, with gaps drawn from a seed of the session's name (the
-// same gaps in every mode, and in the cold-turn arm: idleGaps).
+// same gaps in every mode).
 func keepAliveRow(row *Row, res *replay.Result, sess *corpus.Session, every int) {
-	gaps := idleGaps(sess, every)
-	idle := make([]bool, len(gaps))
-	var drawn []time.Duration
-	for i, g := range gaps {
-		if idle[i] = g > 0; idle[i] {
-			drawn = append(drawn, g)
-		}
-	}
-	next := func() time.Duration {
-		g := drawn[0]
-		drawn = drawn[1:]
-		return g
-	}
-	row.IdleGaps, row.KeepAliveSaving = keepAliveSaving(res.Requests, idle, Pricings[0], next)
+	h := fnv.New64a()
+	h.Write([]byte(sess.Name))
+	rng := rand.New(rand.NewPCG(h.Sum64(), 22))
+	row.IdleGaps, row.KeepAliveSaving = keepAliveSaving(res.Requests, idleBefore(sess, every), Pricings[0], func() time.Duration { return drawGap(rng) })
 }

@@ -351,30 +351,27 @@ forwarded, with the share over selectively condensed requests in brackets.
 func (r *Report) coldMarkdown(heading string) string {
 	var b strings.Builder
 	b.WriteString("\n" + heading + "\n\n")
-	b.WriteString(`The same idle gaps as keep-alive's (a 5-minute cache; *past TTL* are the gaps longer than it, after which a
-request writes its whole prompt again) price each chat replay twice: *bill, gaps* is the replay whose engine does
-not see the gaps (every request condensed as without them), *bill, cold turns* the replay whose engine's clock
-moves by them, so that after a gap past the cache's lifetime a request over the threshold is condensed to the
-target and the warm requests after it keep its prefix; both as ratios to mode off's bill with the same gaps.
-*cold* is the requests condensed cold; *facts* are kept by kind in each replay (as in *What the agent still knows*).
+	b.WriteString(`Idle gaps are drawn as keep-alive's are (a 5-minute cache), before every request that carries a user message
+after the agent's last step — after a turn-ending answer, or a follow-up while the agent worked (the generated
+sessions' only kind); *past TTL* are the gaps longer than the cache's lifetime, after which a request writes its
+whole prompt again. Each chat session is replayed twice more, the proxy's engine on a clock moved by the gaps:
+*bill, gaps* with cold turns off (condense.cold_turns: false), *bill, cold turns* with them on — after a gap past
+the cache's lifetime a request over the threshold is condensed to the target and the warm requests after it keep
+its prefix; both as ratios to mode off's bill with the same gaps. *cold* is the requests condensed cold; *facts*
+are kept by kind in each replay (as in *What the agent still knows*).
 
 | session | window | mode | idle gaps | past TTL | cold | bill, gaps | bill, cold turns | facts, gaps | facts, cold turns |
 |---|---|---|---|---|---|---|---|---|---|
 `)
 	n := 0
 	for _, row := range r.Rows {
-		if row.BillIdle < 0 || row.Mode == "off" {
+		if row.BillIdle < 0 || row.BillCold < 0 || row.Mode == "off" {
 			continue
 		}
 		n++
-		cold, coldFacts := "—", "—"
-		if row.BillCold >= 0 {
-			cold = fmt.Sprintf("%.3f", row.BillCold)
-			c := Row{FactsByKind: row.ColdFactsByKind}
-			coldFacts = c.FactsByKindText()
-		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %d | %d | %d | %.3f | %s | %s | %s |\n", row.Session, row.Window/1000, row.Mode,
-			row.IdleGaps, row.ColdGaps, row.ColdTurns, row.BillIdle, cold, row.FactsByKindText(), coldFacts)
+		idle, cold := Row{FactsByKind: row.IdleFactsByKind}, Row{FactsByKind: row.ColdFactsByKind}
+		fmt.Fprintf(&b, "| %s | %dk | %s | %d | %d | %d | %.3f | %.3f | %s | %s |\n", row.Session, row.Window/1000, row.Mode,
+			row.ColdIdleGaps, row.ColdGaps, row.ColdTurns, row.BillIdle, row.BillCold, idle.FactsByKindText(), cold.FactsByKindText())
 	}
 	if n == 0 {
 		return "\n" + heading + "\n\nNo chat session was replayed in a mode that condenses, beside mode off.\n"
