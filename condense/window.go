@@ -63,39 +63,43 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	cutKey := rq.cutKey(len(prefix) > 0)
 	keep := e.storedCut(ctx, rq, cutKey, firstStep, must)
 	plan, planned := e.cutPlanOf(ctx, rq, b, prefixTok)
-	// A cold turn moves the cut unless the request fits the target with
-	// it (cold.go).
-	moveAt := plan.Limit
-	if rq.cold {
-		moveAt = min(moveAt, b.target)
-	}
 	held := -1 // the tokens of auto's summaries at the stored cut, when read
-	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > moveAt {
-		// Over the limit with the summaries' budget: auto's cut stays
-		// while the request fits with the summaries it carries, as
-		// written — the budget is their bound, not their size.
-		if rq.summarizeCut && len(prefix) == 0 {
+	// holds reports whether the request fits limit with the stored cut.
+	// Over it with the summaries' budget, auto's cut stays while the
+	// request fits with the summaries it carries, as written — the
+	// budget is their bound, not their size.
+	holds := func(limit int) bool {
+		if fixed+c.stepTokens(keep, len(c.steps)) <= limit {
+			return true
+		}
+		if held < 0 && rq.summarizeCut && len(prefix) == 0 {
 			held = e.storedNote(ctx, rq, cutKey, keep)
 		}
-		if held < 0 || fixed-note+held+c.stepTokens(keep, len(c.steps)) > moveAt {
-			keep, held = -1, -1
-		}
+		return held >= 0 && fixed-note+held+c.stepTokens(keep, len(c.steps)) <= limit
+	}
+	// The cut moves when the request outgrows the plan's limit with it;
+	// on a cold turn also when it is over the target with it (cold.go).
+	moves := keep >= 0 && !holds(plan.Limit)
+	coldMove := keep >= 0 && !moves && rq.cold && !holds(min(plan.Limit, b.target))
+	if moves || coldMove {
+		keep, held = -1, -1
 	}
 	if keep < 0 {
 		// The cut jumps to about limit − stride, the depth the cost
-		// model chose for the conversation.
+		// model chose for the conversation (at least to the target on a
+		// cold turn).
 		if !planned {
 			plan.Stride = e.windowStrideOf(ctx, rq, b, prefixTok)
 		}
 		stride := plan.Stride
 		fit := max(plan.Limit-stride, 0)
-		if !rq.over {
+		if !rq.over || rq.cold {
 			fit = min(fit, b.target)
 		}
-		if rq.cold {
-			// A cold turn: to the target, at the first step after which
-			// the request fits it — no deeper than asked, the steps
-			// after it kept verbatim (cold.go).
+		if coldMove {
+			// Only the cold turn moves it: to the target, at the first
+			// step after which the request fits it — no deeper than
+			// asked, the steps after it kept verbatim.
 			fit, stride = b.target, 0
 		}
 		grid := rq.gridTokens()
