@@ -78,10 +78,13 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		return held >= 0 && fixed-note+held+c.stepTokens(keep, len(c.steps)) <= limit
 	}
 	// The cut moves when the request outgrows the plan's limit with it;
-	// on a cold turn also when it is over the target with it (cold.go).
-	moves := keep >= 0 && !holds(plan.Limit)
-	coldMove := keep >= 0 && !moves && rq.cold && !holds(min(plan.Limit, b.target))
-	if moves || coldMove {
+	// on a cold turn, when it is over the target with it: the move the
+	// plan would make later, made now, when it busts nothing (cold.go).
+	moveAt := plan.Limit
+	if rq.cold {
+		moveAt = min(moveAt, b.target)
+	}
+	if keep >= 0 && !holds(moveAt) {
 		keep, held = -1, -1
 	}
 	if keep < 0 {
@@ -95,12 +98,6 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		fit := max(plan.Limit-stride, 0)
 		if !rq.over || rq.cold {
 			fit = min(fit, b.target)
-		}
-		if coldMove {
-			// Only the cold turn moves it: to the target, at the first
-			// step after which the request fits it — no deeper than
-			// asked, the steps after it kept verbatim.
-			fit, stride = b.target, 0
 		}
 		grid := rq.gridTokens()
 		acc := 0
