@@ -12,17 +12,21 @@ import (
 // it is used: past its lifetime (the model's cache TTL) idle, the next
 // request writes its whole prompt again, whatever the proxy forwards.
 // Editing cached history costs a re-write only while the cache lives, so
-// the turn after such a gap is the cheapest moment to condense deeper:
-// on a request over the threshold then, each edit the conversation has
-// moves as far as it goes at no bust cost — the digest frontier to its
-// last point, the cut or the fold (and auto's one fold, which moves by
-// switching to the digests and the cut) down to the target, rather than
-// staying put until the request outgrows the threshold — and the warm
-// requests that follow keep its prefix: each new position is a floor
-// they never move back from (the cut's is the cut itself). A cold turn
-// starts no kind of edit the conversation's warm plan would not: one that
-// only digests keeps to its digests while they fit the threshold (a cut
-// would trade the facts of the steps it omits for the bill).
+// the turn after such a gap is the cheapest moment to condense deeper. On
+// a request over the threshold then, each edit the conversation has makes
+// now the move its plan would make later, when the request outgrew the
+// threshold, and goes at least to the target: the digest frontier to its
+// last point; a cut over the target jumps as the plan's stride takes it
+// (limit − stride, or the target when that is higher); full mode's fold
+// to the first point of its grid after which the request fits the target;
+// auto's one fold switches to the digests and the cut, as when it would
+// move. The warm requests that follow keep its prefix: each new position
+// is a floor they never move back from (the cut's is the cut itself).
+// A cold turn starts no kind of edit the conversation's warm plan would
+// not: one that only digests keeps to its digests while they fit the
+// threshold (a cut would trade the facts of the steps it omits for the
+// bill). Moving a cut only to the target, not the plan's depth, was
+// measured worse: the plan's next deep move came later (BENCHMARKS.md).
 //
 // A request is cold when its conversation's last use is older than the
 // model's cache TTL by the engine's clock. Its last use is the later of
@@ -33,7 +37,7 @@ import (
 // a request under the threshold: it goes as received, as always.
 
 // coldReason is what a cold request's reason says.
-const coldReason = "; cold: idle past the cache's lifetime, its prefix is written again anyway: its edits move as far as they go"
+const coldReason = "; cold: idle past the cache's lifetime, its prefix is written again anyway: its edits make their next move now"
 
 // coldTurn reports whether rq comes after an idle gap longer than the
 // model's cache lifetime (scope and conv name the conversation's prefix

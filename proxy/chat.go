@@ -30,8 +30,8 @@ const (
 	// received (condense.defer).
 	HeaderDeferred = "X-Condense-Deferred"
 	// HeaderCold is set ("true") on a cold turn: a request over the
-	// threshold after an idle gap past the model's cache_ttl, condensed
-	// to the target.
+	// threshold after an idle gap past the model's cache_ttl, its edits
+	// moved at least to the target (condense/cold.go).
 	HeaderCold = "X-Condense-Cold"
 	// Observe mode: what auto would have applied and forwarded.
 	HeaderWouldApply       = "X-Condense-Would-Apply"
