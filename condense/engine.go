@@ -194,6 +194,10 @@ type Options struct {
 	// expected to follow; at the hard limit (the window less the room the
 	// answer needs) condensing is forced. Default false.
 	Defer bool
+	// NoColdTurns turns cold turns off (cold.go): a request after an
+	// idle gap past the model's cache lifetime is condensed as any
+	// other. Default false: they are on.
+	NoColdTurns bool
 	// SelectiveEager digests old tool outputs from the first request on,
 	// in selective and auto modes, below the threshold too. Default false.
 	SelectiveEager bool
@@ -353,6 +357,11 @@ type Report struct {
 	// Family is the model's registry entry (its match glob; "" when
 	// unknown): a bounded label for metrics.
 	Family string
+
+	// Cold: the request came over the threshold after its conversation
+	// was idle longer than the model's cache lifetime (its prefix is
+	// written again anyway): it was condensed to the target (cold.go).
+	Cold bool
 
 	// Deferred says why a request over the threshold was forwarded as
 	// received (condense.defer: condensing it now would cost more than it
@@ -552,6 +561,10 @@ type job struct {
 	shrunk bool
 	// over: the request as received is over the threshold.
 	over bool
+	// cold: over the threshold after an idle gap past the model's cache
+	// lifetime (cold.go): the conversation's edits move as far as they
+	// go, the cut and the fold to the target.
+	cold bool
 	// grid holds the received request's step tokens: stride grids are
 	// laid on them, so they stay put when digests change the counts.
 	grid []int

@@ -86,16 +86,25 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 func (e *Engine) foldPlan(ctx context.Context, rq *job, b budgets) (plan, error) {
 	fp := e.foldPlanOf(ctx, rq, b, rq.conv)
 	brk := e.decide(ctx, rq, decisionFoldBreak, func() int {
-		if p := makePlan(rq.conv, b, fp, len(rq.conv.steps), 0); p.short {
+		if p := makePlan(rq.conv, b, fp, len(rq.conv.steps), 0, foldAt{}); p.short {
 			return breakAt(rq.conv, b, fp, p) + 1
 		}
 		return 1
 	}) - 1
-	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), brk)
+	// A cold turn folds down to the target; the warm turns after it
+	// never fold less than it did (cold.go).
+	at := foldAt{cold: rq.cold}
+	if !rq.cold {
+		at.floor = e.coldFloor(ctx, rq, coldFold)
+	}
+	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), brk, at)
 	if len(p.folded) == 0 {
 		return p, nil
 	}
 	p = e.fitCallBudget(ctx, rq, b, p)
+	if rq.cold {
+		e.keepColdFloor(ctx, rq, coldFold, p.foldEnd)
+	}
 	if rq.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
 		return p, errFoldMoves
 	}
@@ -249,6 +258,15 @@ func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
 	return last
 }
 
+// foldAt is where a cold turn asks the fold to reach (cold.go): cold, the
+// first grid point after which the request fits the target, or else every
+// chunk that may fold; floor, when above 0, is the step a cold turn folded
+// up to, which a warm turn's fold reaches at least.
+type foldAt struct {
+	cold  bool
+	floor int
+}
+
 // makePlan chooses how many complete chunks fold into summaries. Fold
 // points lie on a grid over the chunks, stride tokens apart from the start
 // of the conversation, so they never move as the conversation grows: the
@@ -260,8 +278,9 @@ func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
 // down to about limit − stride. The stride is the cost model's choice for
 // the conversation (plan.go), frozen at its first fold. Only chunks that
 // end at or before step maxStep, and before the newest keepRecent steps,
-// may fold; brk is the conversation's break (breakAt), 0 for none.
-func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
+// may fold; brk is the conversation's break (breakAt), 0 for none; at,
+// a cold turn's ask (foldAt).
+func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int, at foldAt) plan {
 	stride := fp.Stride
 	chunks := chunkSteps(c.steps, b.chunk, brk)
 	most := 0 // chunks that may fold
@@ -273,6 +292,10 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 	fixed := c.tokens(0, c.head) + b.overhead + b.summary
 	total := c.stepTokens(0, len(c.steps))
 	limit := min(b.limit, fp.Limit)
+	goal := limit
+	if at.cold {
+		goal = min(goal, b.target)
+	}
 	// The fold: the first grid point after which the request fits the
 	// plan's limit. When none does (the steps that may fold are too few:
 	// auto folds only what its digest frontier passed), the last grid
@@ -291,7 +314,7 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 		}
 		acc = 0
 		lastGrid, lastRest = i+1, fixed+total-folded
-		if lastRest <= limit {
+		if lastRest <= goal {
 			fold = i + 1
 			break
 		}
@@ -302,9 +325,12 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 			p.open = chunks[most-1].b
 		}
 		fold = most
-		if lastGrid > 0 && lastRest <= b.limit {
+		if lastGrid > 0 && lastRest <= b.limit && !at.cold {
 			fold = lastGrid
 		}
+	}
+	for fold < most && at.floor > 0 && (fold == 0 || chunks[fold-1].b < at.floor) {
+		fold++ // not less than the last cold turn folded
 	}
 	p.limit = limit
 	if fold > 0 {

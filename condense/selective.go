@@ -57,8 +57,9 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if err != nil {
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
+	limit := b.limit
 	if res.Digested+res.Cleared == 0 {
-		return nil, rq.in.Total <= b.limit, nil
+		return nil, rq.in.Total <= limit, nil
 	}
 	rq.addDigestChanges(res.Made)
 	e.rememberDigests(ctx, rq, res.Made)
@@ -66,7 +67,6 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if err != nil {
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
 	}
-	limit := b.limit
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", res.Digested)
 	if res.Cleared > 0 {
 		r.Reason += fmt.Sprintf(", %d tool inputs shortened", res.Cleared)
@@ -186,6 +186,14 @@ func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.M
 		return points[len(points)-1:]
 	}
 	first := e.decide(ctx, rq, decisionFrontierFirst, func() int { return points[len(points)-1] + 1 }) - 1
+	if rq.cold {
+		// A cold turn digests all it may, on a bust that costs nothing
+		// now; the warm turns after it never move the frontier back.
+		last := points[len(points)-1]
+		e.keepColdFloor(ctx, rq, coldFrontier, last)
+		return []int{last}
+	}
+	first = max(first, e.coldFloor(ctx, rq, coldFrontier))
 	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens())
 	for i, p := range points {
 		if p >= first {
@@ -329,7 +337,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 // what rq's summaries cost so far. rq.adopt takes them back.
 func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
-		over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
+		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
 		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
 		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, headHash: rq.headHash,
 		base: rq, patches: patches}

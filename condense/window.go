@@ -107,11 +107,18 @@ func (e *Engine) windowCut(ctx context.Context, rq *job, b budgets, w *windowFra
 	w.key = rq.cutKey(w.afterSummary)
 	keep = e.storedCut(ctx, rq, w.key, w.firstStep, w.must)
 	plan, planned := e.cutPlanOf(ctx, rq, b, w.prefixTok)
-	if keep, held = e.heldCut(ctx, rq, *w, plan.Limit, keep); keep >= 0 {
+	// The cut moves when the request outgrows the plan's limit with it;
+	// on a cold turn, when it is over the target with it: the move the
+	// plan would make later, made now, when it busts nothing (cold.go).
+	moveAt := plan.Limit
+	if rq.cold {
+		moveAt = min(moveAt, b.target)
+	}
+	if keep, held = e.heldCut(ctx, rq, *w, moveAt, keep); keep >= 0 {
 		return keep, held, nil
 	}
 	// The cut jumps to about limit − stride, the depth the cost model
-	// chose for the conversation.
+	// chose for the conversation (at least to the target on a cold turn).
 	if !planned {
 		plan.Stride = e.windowStrideOf(ctx, rq, b, w.prefixTok)
 	}
@@ -151,12 +158,12 @@ func (e *Engine) heldCut(ctx context.Context, rq *job, w windowFrame, limit, kee
 // gridCut returns the first point of a grid laid p.Stride apart from
 // firstStep (on the received request's counts) after which the request
 // fits p.Limit less the stride (and the target, unless it came over the
-// threshold); when no grid point fits (the grid is coarse where single
+// threshold on a warm turn); when no grid point fits (the grid is coarse where single
 // steps are large), the first step after which it fits; -1 when none.
 func (w windowFrame) gridCut(rq *job, b budgets, p foldPlan) int {
 	c := rq.conv
 	fit := max(p.Limit-p.Stride, 0)
-	if !rq.over {
+	if !rq.over || rq.cold {
 		fit = min(fit, b.target)
 	}
 	fits := func(g int) bool { return w.fixed+c.stepTokens(g, len(c.steps)) <= fit }

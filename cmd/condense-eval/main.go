@@ -154,6 +154,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages, responses and gemini (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in (chat, messages, responses, gemini)")
 	summaryTokens := fs.Int("summary-tokens", 1000, "default suite: the fake summarizer's summaries, of about this many tokens and keeping the facts of what they summarize, as a model's are (0: a short canned text, which understates what summaries cost)")
 	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
+	coldModes := fs.String("cold-modes", "auto", "modes whose chat replays also run the cold-turn arm: replayed again with the engine's clock moved by the idle gaps (\"\": none)")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -166,7 +167,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *update && set["dir"] {
 		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
 	}
-	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
+		ColdModes: splitList(*coldModes)}
 	if *summaryTokens > 0 {
 		cfg.SummaryTokens, cfg.FaithfulSummaries = *summaryTokens, true
 	}
@@ -205,7 +207,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
-		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog}
+		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog, ColdModes: cfg.ColdModes}
 		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}
@@ -333,4 +335,16 @@ func outputs(update *bool, dir, out, jsonOut *string, set map[string]bool) error
 		}
 	}
 	return nil
+}
+
+// splitList splits a comma-separated flag, its items trimmed: "" is an
+// empty list (not nil).
+func splitList(s string) []string {
+	out := []string{}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

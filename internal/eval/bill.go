@@ -76,9 +76,16 @@ func billRows(rows []Row) {
 	for i := range rows {
 		r := &rows[i]
 		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer, r.BillGPT56, r.BillGemini = -1, -1, -1, -1, -1
+		r.BillIdle, r.BillCold = -1, -1
 		o, ok := off[r.Session]
 		if !ok {
 			continue
+		}
+		if o.billIdle > 0 && r.billIdle >= 0 {
+			r.BillIdle = r.billIdle / o.billIdle
+			if r.billCold >= 0 {
+				r.BillCold = r.billCold / o.billIdle
+			}
 		}
 		if o.billAnthropic > 0 {
 			r.BillAnthropic = r.billAnthropic / o.billAnthropic

@@ -74,6 +74,9 @@ type Options struct {
 	// engine, unused for what is forwarded, for probes of what recall
 	// would find.
 	FeedMemory bool
+	// Now is the engine's clock (app.Options.EngineClock); nil: the wall
+	// clock.
+	Now func() time.Time
 }
 
 // ScopeSecret is the stacks' scope_secret, so a test can compute the
@@ -285,7 +288,7 @@ func New(o Options) *Stack {
 	}
 	a, err := app.New(context.Background(), &cfg, app.Options{
 		Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(o.Cache), Counter: o.Counter,
-		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory,
+		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory, EngineClock: o.Now,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("harness: %v", err))
