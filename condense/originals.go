@@ -31,7 +31,7 @@ func (e *Engine) keepOriginal(ctx context.Context, rq *job, id string, original 
 // storeOriginals keeps the received items [from, to) retrievable under id.
 func (e *Engine) storeOriginals(ctx context.Context, rq *job, id string, from, to int) {
 	e.keepOriginal(ctx, rq, id, func() []byte {
-		return append(rq.received().appendRaw([]byte{'['}, from, to), ']')
+		return rq.received().originals(from, to)
 	})
 	e.rememberRange(ctx, rq, id, from, to)
 }

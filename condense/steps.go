@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/condense-proxy/condense-proxy/view"
@@ -147,19 +146,36 @@ func hashItems(r *view.Request, from, to int) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// appendRaw appends items [from, to) to dst as JSON array elements (no
-// brackets; a comma before each unless dst is just "[").
-func (c *conversation) appendRaw(dst []byte, from, to int) []byte {
-	n := len(dst) + (to - from)
-	for i := from; i < to; i++ {
-		n += len(c.raw(i))
-	}
-	dst = slices.Grow(dst, n-len(dst)+1)
-	for i := from; i < to; i++ {
-		if len(dst) > 1 {
-			dst = append(dst, ',')
+// originals returns items [from, to) as a JSON array: their raw JSON
+// joined by commas, in brackets. A run of items the body holds joined by
+// single commas, as agents send them, is copied in one piece.
+func (c *conversation) originals(from, to int) []byte {
+	items, body := c.req.Items[from:to], c.req.Body
+	n := 2 + max(len(items)-1, 0)
+	for k := range items {
+		if it := &items[k]; it.Start < it.End {
+			n += it.End - it.Start
 		}
-		dst = append(dst, c.raw(i)...)
 	}
-	return dst
+	out := make([]byte, 1, n)
+	out[0] = '['
+	start, end := -1, -1 // the run being copied, in body
+	for k := range items {
+		s, e := items[k].Start, items[k].End
+		if s >= e {
+			s, e = 0, 0 // no raw JSON (Raw's "")
+		}
+		if start >= 0 && s > 0 && s == end+1 && body[end] == ',' {
+			end = e
+			continue
+		}
+		if start >= 0 {
+			out = append(append(out, body[start:end]...), ',')
+		}
+		start, end = s, e
+	}
+	if start >= 0 {
+		out = append(out, body[start:end]...)
+	}
+	return append(out, ']')
 }

@@ -183,12 +183,13 @@ func (p *validator) elements(depth int, elems, fields *[][2]int) bool {
 	ok := p.array(depth, func(start int) bool {
 		if fields != nil {
 			// In one flat slice: nothing allocated per element.
-			fs = append(fs, make([][2]int, k)...)
+			fs = grow(fs, k)
 			p.cur, p.curAt = fs[len(fs)-k:], start
 		}
 		ok := p.value(depth + 1)
 		p.cur = nil
-		es = append(es, [2]int{start, p.i})
+		es = grow(es, 1)
+		es[len(es)-1] = [2]int{start, p.i}
 		return ok
 	})
 	*elems = es
@@ -196,6 +197,20 @@ func (p *validator) elements(depth int, elems, fields *[][2]int) bool {
 		*fields = fs
 	}
 	return ok
+}
+
+// grow returns s with n zero spans appended. Its capacity doubles, where
+// append's grows by a quarter past a few hundred elements: the spans of a
+// request of 100,000 items are copied about once, not four times over.
+func grow(s [][2]int, n int) [][2]int {
+	if len(s)+n > cap(s) {
+		t := make([][2]int, len(s), max(2*cap(s), len(s)+n, 64))
+		copy(t, s)
+		s = t
+	}
+	s = s[:len(s)+n]
+	clear(s[len(s)-n:])
+	return s
 }
 
 // array validates an array starting at '['. elem, if set, validates each

@@ -102,7 +102,7 @@ type Request struct {
 // Raw returns the raw JSON of item i. The string shares Body's memory
 // (Body is never modified while the Request is in use).
 func (r *Request) Raw(i int) string {
-	it := r.Items[i]
+	it := &r.Items[i]
 	return r.Span(it.Start, it.End)
 }
 
