@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
@@ -41,6 +42,93 @@ func TestNoteResultFollowsItsRule(t *testing.T) {
 		noteResultRule(want, b.String())
 		if !slices.Equal(got.order, want.order) || got.n != want.n {
 			t.Fatalf("%q: noted %q (%d), the rule %q (%d)", b.String(), got.order, got.n, want.order, want.n)
+		}
+	}
+}
+
+// fitSummaryRule is fitSummary as first written (its lines split into a
+// slice of strings), kept as the rule fitSummary must follow.
+func fitSummaryRule(text string, maxTokens int) string {
+	maxChars := maxTokens * 3
+	if len(text) <= maxChars {
+		return text
+	}
+	body, files, hasFiles := strings.Cut(text, "## Files\n")
+	if hasFiles {
+		files = "## Files\n" + files
+		if len(files) > maxChars/3 {
+			files = shorten(files, maxChars/3) + "\n"
+		}
+	}
+	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
+	room := maxChars - len(files) - len(omitted)
+	keep := make([]bool, len(lines))
+	ranks := make([]int8, len(lines))
+	for i, l := range lines {
+		ranks[i] = int8(lineRank(l))
+	}
+	seen := map[string]bool{}
+	for rank := int8(0); rank <= maxLineRank; rank++ {
+		for i, l := range lines {
+			if keep[i] || ranks[i] != rank {
+				continue
+			}
+			if rank == errorRank {
+				// An error line repeated step after step is kept once.
+				if seen[errorsOf(l)] {
+					continue
+				}
+				seen[errorsOf(l)] = true
+			}
+			if len(l)+1 > room {
+				continue
+			}
+			keep[i] = true
+			room -= len(l) + 1
+		}
+	}
+	var b strings.Builder
+	dropped := 0
+	for i, l := range lines {
+		if keep[i] {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		} else {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, omitted, dropped)
+	}
+	b.WriteString(files)
+	return b.String()
+}
+
+// TestFitSummaryFollowsItsRule: on random extractive summaries (every kind
+// of line, repeated error lines, a Files section or none, empty lines,
+// bounds from nothing to more than the text), fitSummary returns what the
+// rule returns.
+func TestFitSummaryFollowsItsRule(t *testing.T) {
+	lines := []string{"- User: fix the build", "- System note: be brief", "    → bash: ok | (3 lines)",
+		"    → bash: FAIL | exit 1 | ! FAIL TestX (9 lines)", "    → bash: x | ! panic: boom | (2 lines)",
+		"- Assistant: Reading the log.", "  - called bash(command=go test)", "[marker]", "", "  ", "- User: é" + strings.Repeat("x", 40)}
+	rng := rand.New(rand.NewSource(37))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.Intn(60); n > 0; n-- {
+			b.WriteString(lines[rng.Intn(len(lines))])
+			b.WriteByte('\n')
+		}
+		if rng.Intn(2) == 0 {
+			fmt.Fprintf(&b, "## Files\n- read: a/b.go%s\n", strings.Repeat(", c/d.go", rng.Intn(30)))
+		}
+		for range rng.Intn(3) {
+			b.WriteByte('\n')
+		}
+		text, max := b.String(), rng.Intn(400)
+		if got, want := fitSummary(text, max), fitSummaryRule(text, max); got != want {
+			t.Fatalf("fitSummary(%q, %d) = %q, the rule %q", text, max, got, want)
 		}
 	}
 }

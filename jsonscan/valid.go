@@ -477,3 +477,49 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 	}
 	return p.run()
 }
+
+// FirstValid finds the first top-level field of obj named key (compared
+// as written, unquoted) and returns the span of its value, obj being a
+// part of a body Valid accepted (its strings are skipped to their closing
+// quote). It stops at the first key holding an escape, which may decode
+// to key: escaped is then true, and a caller that needs a decoder's
+// answer asks one. ok is false when obj is not an object, or has no such
+// field (before such a key).
+func FirstValid(obj, key string) (start, end int, ok, escaped bool) {
+	p := validator{s: obj, valid: true}
+	p.ws()
+	if p.i >= len(obj) || obj[p.i] != '{' {
+		return 0, 0, false, false
+	}
+	p.i++
+	p.ws()
+	if p.i < len(obj) && obj[p.i] == '}' {
+		return 0, 0, false, false
+	}
+	for {
+		keyStart := p.i
+		if p.i >= len(obj) || obj[p.i] != '"' || !p.str() {
+			return 0, 0, false, false
+		}
+		k := obj[keyStart+1 : p.i-1]
+		if strings.IndexByte(k, '\\') >= 0 {
+			return 0, 0, false, true
+		}
+		p.ws()
+		if p.i >= len(obj) || obj[p.i] != ':' {
+			return 0, 0, false, false
+		}
+		p.i++
+		p.ws()
+		valStart := p.i
+		if !p.value(1) {
+			return 0, 0, false, false
+		}
+		if k == key {
+			return valStart, p.i, true, false
+		}
+		if done, ok := p.sep('}'); !ok || done {
+			return 0, 0, false, false
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -146,13 +147,13 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 
 // messageText is the text of a message's content (string or text parts).
 func messageText(m gjson.Result) string {
-	c := m.Get("content")
+	c := field.Of(m, "content")
 	if c.IsArray() {
 		var parts []string
 		c.ForEach(func(_, p gjson.Result) bool {
-			if t := p.Get("text"); t.Exists() {
+			if t := field.Of(p, "text"); t.Exists() {
 				parts = append(parts, t.String())
-			} else if typ := p.Get("type").Str; typ != "" {
+			} else if typ := field.Of(p, "type").Str; typ != "" {
 				parts = append(parts, "["+typ+"]")
 			}
 			return true

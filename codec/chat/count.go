@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -126,7 +127,7 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 			n += c.Text(encoding, v.String()) + tokensPerName
 		case "tool_calls":
 			v.ForEach(func(_, call gjson.Result) bool {
-				n += tokensPerCall + countFunction(c, encoding, call.Get("function"))
+				n += tokensPerCall + countFunction(c, encoding, field.Of(call, "function"))
 				return true
 			})
 		case "function_call":
@@ -140,7 +141,7 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 }
 
 func countFunction(c *tokenizer.Counter, encoding string, f gjson.Result) int {
-	return c.Text(encoding, f.Get("name").String()) + c.Text(encoding, f.Get("arguments").String())
+	return c.Text(encoding, field.Of(f, "name").String()) + c.Text(encoding, field.Of(f, "arguments").String())
 }
 
 // countValue counts a field the chat format does not name: strings by
@@ -162,11 +163,11 @@ func countContent(c *tokenizer.Counter, encoding string, v gjson.Result) int {
 	}
 	n := 0
 	v.ForEach(func(_, part gjson.Result) bool {
-		switch part.Get("type").Str {
+		switch field.Of(part, "type").Str {
 		case "text", "input_text", "output_text":
-			n += c.Text(encoding, part.Get("text").String())
+			n += c.Text(encoding, field.Of(part, "text").String())
 		case "image_url", "input_image", "image":
-			if part.Get("image_url.detail").Str == "low" || part.Get("detail").Str == "low" {
+			if part.Get("image_url.detail").Str == "low" || field.Of(part, "detail").Str == "low" {
 				n += imageLowDetail
 			} else {
 				n += imageHighDetail
