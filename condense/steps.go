@@ -137,18 +137,31 @@ var zero [1]byte
 
 func hashItems(r *view.Request, from, to int) string {
 	h := sha256.New()
+	// The items and their separators go to the hash a buffer at a time
+	// (a write per item of a few bytes costs more than its hashing).
+	var buf [8 << 10]byte
+	b := buf[:0]
 	for i := from; i < to; i++ {
-		if it := r.Items[i]; it.Start < it.End {
-			h.Write(r.Body[it.Start:it.End])
+		raw := r.Raw(i)
+		if len(b)+len(raw)+1 > cap(b) {
+			h.Write(b)
+			b = b[:0]
+			if len(raw)+1 > cap(b) {
+				h.Write(r.Body[r.Items[i].Start:r.Items[i].End])
+				h.Write(zero[:])
+				continue
+			}
 		}
-		h.Write(zero[:])
+		b = append(append(b, raw...), 0)
 	}
+	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// originals returns items [from, to) as a JSON array: their raw JSON
-// joined by commas, in brackets. A run of items the body holds joined by
-// single commas, as agents send them, is copied in one piece.
+// originals returns items [from, to) as a JSON array: their raw JSON, a
+// comma before each but the first that is not empty, in brackets. A run
+// of items the body holds joined by single commas, as agents send them,
+// is copied in one piece.
 func (c *conversation) originals(from, to int) []byte {
 	items, body := c.req.Items[from:to], c.req.Body
 	n := 2 + max(len(items)-1, 0)
@@ -162,17 +175,20 @@ func (c *conversation) originals(from, to int) []byte {
 	start, end := -1, -1 // the run being copied, in body
 	for k := range items {
 		s, e := items[k].Start, items[k].End
-		if s >= e {
-			s, e = 0, 0 // no raw JSON (Raw's "")
-		}
-		if start >= 0 && s > 0 && s == end+1 && body[end] == ',' {
+		if s < e && start >= 0 && s == end+1 && body[end] == ',' {
 			end = e
 			continue
 		}
 		if start >= 0 {
-			out = append(append(out, body[start:end]...), ',')
+			out = append(out, body[start:end]...)
+			start = -1
 		}
-		start, end = s, e
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		if s < e {
+			start, end = s, e
+		}
 	}
 	if start >= 0 {
 		out = append(out, body[start:end]...)

@@ -97,6 +97,11 @@ func (p *validator) value(depth int) bool {
 	if p.i >= len(p.s) || depth > maxDepth {
 		return false
 	}
+	if p.valid && depth > 0 && p.cur == nil {
+		// Nothing is recorded inside a field's value: it is skipped.
+		p.i = skipValue(p.s, p.i)
+		return true
+	}
 	switch c := p.s[p.i]; {
 	case c == '"':
 		return p.str()
@@ -331,25 +336,9 @@ func (p *validator) str() bool {
 	n := len(s)
 	i := p.i + 1 // after the opening quote
 	if p.valid {
-		// The closing quote is the first one not escaped: preceded by
-		// an even number of backslashes.
-		for {
-			j := strings.IndexByte(s[i:], '"')
-			if j < 0 {
-				p.i = n
-				return false
-			}
-			i += j
-			k := i - 1
-			for k > p.i && s[k] == '\\' {
-				k--
-			}
-			if (i-1-k)%2 == 0 {
-				p.i = i + 1
-				return true
-			}
-			i++
-		}
+		// The closing quote is the first one not escaped.
+		p.i = skipString(s, p.i)
+		return s[p.i-1] == '"' && p.i-1 > i-1
 	}
 	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
@@ -480,46 +469,165 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 
 // FirstValid finds the first top-level field of obj named key (compared
 // as written, unquoted) and returns the span of its value, obj being a
-// part of a body Valid accepted (its strings are skipped to their closing
-// quote). It stops at the first key holding an escape, which may decode
-// to key: escaped is then true, and a caller that needs a decoder's
-// answer asks one. ok is false when obj is not an object, or has no such
-// field (before such a key).
+// part of a body Valid accepted: its values are skipped, not checked. It
+// stops at the first key holding an escape, which may decode to key:
+// escaped is then true, and a caller that needs a decoder's answer asks
+// one. ok is false when obj is not an object, or has no such field
+// (before such a key).
 func FirstValid(obj, key string) (start, end int, ok, escaped bool) {
-	p := validator{s: obj, valid: true}
-	p.ws()
-	if p.i >= len(obj) || obj[p.i] != '{' {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return 0, 0, false, false
 	}
-	p.i++
-	p.ws()
-	if p.i < len(obj) && obj[p.i] == '}' {
-		return 0, 0, false, false
-	}
-	for {
-		keyStart := p.i
-		if p.i >= len(obj) || obj[p.i] != '"' || !p.str() {
+	for i++; ; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
 			return 0, 0, false, false
 		}
-		k := obj[keyStart+1 : p.i-1]
-		if strings.IndexByte(k, '\\') >= 0 {
+		name := obj[k[0]+1 : k[1]-1]
+		if hasBackslash(name) {
 			return 0, 0, false, true
 		}
-		p.ws()
-		if p.i >= len(obj) || obj[p.i] != ':' {
-			return 0, 0, false, false
+		if name == key {
+			return v[0], v[1], true, false
 		}
-		p.i++
-		p.ws()
-		valStart := p.i
-		if !p.value(1) {
-			return 0, 0, false, false
-		}
-		if k == key {
-			return valStart, p.i, true, false
-		}
-		if done, ok := p.sep('}'); !ok || done {
-			return 0, 0, false, false
+		i = next
+	}
+}
+
+// NextFieldValid reads the field of obj, a part of a body Valid accepted,
+// that starts at i — just after the object's '{', or where the previous
+// field's value ended — and returns the spans of its key (quotes
+// included) and of its value, and where it ends. ok is false at the
+// object's end.
+func NextFieldValid(obj string, i int) (key, value [2]int, next int, ok bool) {
+	return nextField(obj, i)
+}
+
+func nextField(s string, i int) (key, value [2]int, next int, ok bool) {
+	i = skipWS(s, i)
+	if i < len(s) && s[i] == ',' {
+		i = skipWS(s, i+1)
+	}
+	if i >= len(s) || s[i] != '"' {
+		return key, value, i, false
+	}
+	key = [2]int{i, skipString(s, i)}
+	i = skipWS(s, key[1])
+	if i >= len(s) || s[i] != ':' {
+		return key, value, i, false
+	}
+	i = skipWS(s, i+1)
+	if i >= len(s) {
+		return key, value, i, false
+	}
+	value = [2]int{i, skipValue(s, i)}
+	return key, value, value[1], true
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasBackslash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			return true
 		}
 	}
+	return false
+}
+
+// skipValue returns the end of the value of valid JSON that starts at
+// s[i].
+func skipValue(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = skipString(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	// A number or a literal: up to what follows a value.
+	for i < len(s) {
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the valid JSON string that starts at
+// s[i] (after its closing quote). Its first bytes are read eight at a
+// time for a quote or a backslash (most strings are short); past them,
+// from quote to quote (IndexByte), a quote closing the string when an
+// even number of backslashes precede it.
+func skipString(s string, i int) int {
+	start := i
+	i++
+	n := len(s)
+	if littleEndian {
+		base := unsafe.Pointer(unsafe.StringData(s))
+		for short := min(n, i+64); i+8 <= short; {
+			w := *(*uint64)(unsafe.Add(base, i))
+			quote, bslash := w^(lsb*'"'), w^(lsb*'\\')
+			// The first byte marked is a quote or a backslash (see
+			// special).
+			m := ((quote - lsb) &^ quote) | ((bslash - lsb) &^ bslash)
+			if m &= msb; m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+			if s[i] == '"' {
+				return i + 1
+			}
+			i += 2 // the backslash and what it escapes
+		}
+	}
+	for short := min(n, i+8); i < short; {
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	for i < n {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return n
+		}
+		i += j
+		k := i - 1
+		for k > start && s[k] == '\\' {
+			k--
+		}
+		if (i-1-k)%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+	return n
 }

@@ -55,11 +55,13 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	return r, nil
 }
 
-func span(raw string, sp [2]int) gjson.Result {
+// str is the text of the string at sp in raw ("" when absent or not a
+// string).
+func str(raw string, sp [2]int) string {
 	if sp[1] == 0 {
-		return gjson.Result{}
+		return ""
 	}
-	return gjson.Parse(raw[sp[0]:sp[1]])
+	return field.Str(raw[sp[0]:sp[1]])
 }
 
 // Parse implements view.Codec. The head is the leading system/developer
@@ -88,10 +90,10 @@ func (c *Codec) Parse(r *view.Request) error {
 		} else {
 			jsonscan.FieldSpansValid(raw, messageKeys, spans)
 		}
-		it.Role = span(raw, f[fieldRole]).Str
+		it.Role = str(raw, f[fieldRole])
 		switch it.Role {
 		case view.RoleTool:
-			id := span(raw, f[fieldToolCallID]).Str
+			id := str(raw, f[fieldToolCallID])
 			it.Glue = true
 			it.Answers = answerS.One(id)
 			it.Outputs = outS.One(view.Output{CallID: id, Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens})

@@ -119,7 +119,7 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 		return tokensPerMessage + c.Text(encoding, m.Raw)
 	}
 	n := tokensPerMessage
-	m.ForEach(func(k, v gjson.Result) bool {
+	field.Each(m, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "content":
 			n += countContent(c, encoding, v)

@@ -52,7 +52,7 @@ func (c *Codec) countItem(enc, raw string) int {
 		return itemOverhead + c.counter.Text(enc, raw)
 	}
 	n := itemOverhead
-	g.ForEach(func(k, v gjson.Result) bool {
+	field.Each(g, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "type", "id", "call_id", "status", "role", "approval_request_id", "created_by":
 			// Identifiers and markers: within the item overhead.

@@ -5,6 +5,8 @@
 package field
 
 import (
+	"strings"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/jsonscan"
@@ -23,10 +25,59 @@ func Get(obj, key string) gjson.Result {
 	if !ok {
 		return gjson.Result{}
 	}
-	r := gjson.Parse(obj[start:end])
-	r.Index = start
-	return r
+	return valueOf(obj[start:end], start)
+}
+
+// Str returns gjson.Parse(v).Str for v a JSON value of a body jsonscan
+// validated: a string's text, "" for any other value.
+func Str(v string) string {
+	if s, ok := plain(v); ok {
+		return s
+	}
+	return gjson.Parse(v).Str
+}
+
+// plain returns the text of v when v is a JSON string without escapes
+// (its text is then what is between its quotes).
+func plain(v string) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || strings.IndexByte(v, '\\') >= 0 {
+		return "", false
+	}
+	return v[1 : len(v)-1], true
 }
 
 // Of is Get on the raw JSON of v, a value read from such a body.
 func Of(v gjson.Result, key string) gjson.Result { return Get(v.Raw, key) }
+
+// Each calls fn with each field of t, read from a body jsonscan
+// validated, as t.ForEach does (the same keys and values, in order, until
+// fn returns false), the object's values skipped rather than parsed up to
+// each field. A t that is not an object goes to t.ForEach.
+func Each(t gjson.Result, fn func(key, value gjson.Result) bool) {
+	raw := t.Raw
+	if t.Type != gjson.JSON || t.Indexes != nil || raw == "" || raw[0] != '{' {
+		t.ForEach(fn)
+		return
+	}
+	for i := 1; ; {
+		k, v, next, ok := jsonscan.NextFieldValid(raw, i)
+		if !ok {
+			return
+		}
+		i = next
+		key := gjson.Result{Type: gjson.String, Raw: raw[k[0]:k[1]], Str: Str(raw[k[0]:k[1]]), Index: k[0] + t.Index}
+		if !fn(key, valueOf(raw[v[0]:v[1]], v[0]+t.Index)) {
+			return
+		}
+	}
+}
+
+// valueOf is the Result of v, a JSON value at index in its parent.
+func valueOf(v string, index int) gjson.Result {
+	if s, ok := plain(v); ok {
+		return gjson.Result{Type: gjson.String, Raw: v, Str: s, Index: index}
+	}
+	r := gjson.Parse(v)
+	r.Index = index
+	return r
+}

@@ -57,8 +57,16 @@ func randValue(rng *rand.Rand, b *strings.Builder, depth int) {
 		}
 		ws()
 		b.WriteByte(']')
-	case k < 7:
+	case k < 6:
 		b.WriteString([]string{`"ping 1"`, `""`, `"a\"b"`, `"x\\"`, `"\\\""`, `"é\n"`, `"{\"content\":1}"`, `"\u00e9"`}[rng.Intn(8)])
+	case k < 7:
+		// A long string, its escapes anywhere (before its closing quote
+		// too): read from quote to quote.
+		b.WriteByte('"')
+		for n := 20 + rng.Intn(80); n > 0; n-- {
+			b.WriteString([]string{"a", " ", `\"`, `\\`, `\n`, "é", `\u0041`, "}", "]", ","}[rng.Intn(10)])
+		}
+		b.WriteByte('"')
 	case k < 8:
 		b.WriteString([]string{"0", "-1.5e3", "12", "1E+2"}[rng.Intn(4)])
 	default:
@@ -98,4 +106,61 @@ func FuzzGetIsGjsons(f *testing.F) {
 			t.Fatalf("Get(%q, %q) = %#v, gjson %#v", obj, key, got, want)
 		}
 	})
+}
+
+// TestStrIsGjsons: Str(v) is gjson.Parse(v).Str for every value of the
+// random objects, their fields' and the objects themselves.
+func TestStrIsGjsons(t *testing.T) {
+	rng := rand.New(rand.NewSource(38))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		randValue(rng, &b, 0)
+		obj := strings.TrimSpace(b.String())
+		values := []string{obj}
+		gjson.Parse(obj).ForEach(func(_, v gjson.Result) bool {
+			values = append(values, v.Raw)
+			return true
+		})
+		for _, v := range values {
+			if got, want := Str(v), gjson.Parse(v).Str; got != want {
+				t.Fatalf("Str(%q) = %q, gjson %q", v, got, want)
+			}
+		}
+	}
+}
+
+type pair struct{ key, value gjson.Result }
+
+func pairs(each func(func(key, value gjson.Result) bool), stop int) []pair {
+	var out []pair
+	each(func(k, v gjson.Result) bool {
+		out = append(out, pair{k, v})
+		return len(out) != stop
+	})
+	return out
+}
+
+// TestEachIsForEach: on random valid JSON values and the values inside
+// them, Each calls its function with what ForEach calls it with, and
+// stops when ForEach does.
+func TestEachIsForEach(t *testing.T) {
+	rng := rand.New(rand.NewSource(39))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		randValue(rng, &b, 0)
+		top := gjson.Parse(b.String())
+		values := []gjson.Result{top}
+		top.ForEach(func(_, v gjson.Result) bool {
+			values = append(values, v)
+			return true
+		})
+		for _, v := range values {
+			stop := rng.Intn(4)
+			got := pairs(func(f func(k, v gjson.Result) bool) { Each(v, f) }, stop)
+			want := pairs(v.ForEach, stop)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Each(%q) = %#v, ForEach %#v", v.Raw, got, want)
+			}
+		}
+	}
 }
