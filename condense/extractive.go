@@ -443,6 +443,11 @@ func (m *filesMemo) get(build func() string) string {
 // kept in files.
 func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	var b strings.Builder
+	// A line an item at most, of its text or less (a large item's is cut
+	// short): the items' size, within 64 bytes an item, is room enough
+	// most of the time.
+	raw := c.req.Items[to-1].End - c.req.Items[from].Start
+	b.Grow(max(min(raw, 64*(to-from)), 0))
 	names := map[string]string{}
 	// Each item's text is decoded once, for the steps and the Files
 	// (which read the texts with calls or results only).

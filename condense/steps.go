@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -170,8 +172,11 @@ func (c *conversation) originals(from, to int) []byte {
 			n += it.End - it.Start
 		}
 	}
-	out := make([]byte, 1, n)
-	out[0] = '['
+	// Written in a Builder: its memory is not cleared first (megabytes,
+	// all overwritten).
+	var out strings.Builder
+	out.Grow(n)
+	out.WriteByte('[')
 	start, end := -1, -1 // the run being copied, in body
 	for k := range items {
 		s, e := items[k].Start, items[k].End
@@ -180,18 +185,22 @@ func (c *conversation) originals(from, to int) []byte {
 			continue
 		}
 		if start >= 0 {
-			out = append(out, body[start:end]...)
+			out.Write(body[start:end])
 			start = -1
 		}
-		if len(out) > 1 {
-			out = append(out, ',')
+		if out.Len() > 1 {
+			out.WriteByte(',')
 		}
 		if s < e {
 			start, end = s, e
 		}
 	}
 	if start >= 0 {
-		out = append(out, body[start:end]...)
+		out.Write(body[start:end])
 	}
-	return append(out, ']')
+	out.WriteByte(']')
+	// The bytes are the string's, never changed: the caches only read a
+	// value (and the originals are handed over to them).
+	str := out.String()
+	return unsafe.Slice(unsafe.StringData(str), len(str))
 }

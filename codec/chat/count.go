@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
@@ -132,12 +133,50 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 			})
 		case "function_call":
 			n += tokensPerCall + countFunction(c, encoding, v)
+		case "role":
+			n += countRole(c, encoding, v)
 		default:
 			n += countValue(c, encoding, v)
 		}
 		return true
 	})
 	return n
+}
+
+// knownRoles are the roles whose counts are kept per encoding: every
+// message has one.
+var knownRoles = [...]string{view.RoleUser, view.RoleAssistant, view.RoleSystem, view.RoleTool, view.RoleDeveloper}
+
+// roleCounts are the counts of knownRoles under encoding enc.
+type roleCounts struct {
+	enc string
+	n   [len(knownRoles)]int
+}
+
+// lastRoles holds the role counts of the encoding counted last.
+var lastRoles atomic.Pointer[roleCounts]
+
+// countRole is countValue for a message's role: a known role's count is
+// read from lastRoles (a count depends on the text and the encoding
+// only), not counted again.
+func countRole(c *tokenizer.Counter, encoding string, v gjson.Result) int {
+	if v.Type != gjson.String {
+		return countValue(c, encoding, v)
+	}
+	rc := lastRoles.Load()
+	if rc == nil || rc.enc != encoding {
+		rc = &roleCounts{enc: encoding}
+		for i, r := range knownRoles {
+			rc.n[i] = c.Text(encoding, r)
+		}
+		lastRoles.Store(rc)
+	}
+	for i, r := range knownRoles {
+		if v.Str == r {
+			return rc.n[i]
+		}
+	}
+	return countValue(c, encoding, v)
 }
 
 func countFunction(c *tokenizer.Counter, encoding string, f gjson.Result) int {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -127,4 +129,18 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRoleCountsAreTheTexts: a role's count read from the kept counts is
+// its text's, whichever encoding was counted before.
+func TestRoleCountsAreTheTexts(t *testing.T) {
+	c := tokenizer.New(tokenizer.Options{})
+	for _, enc := range []string{tokenizer.O200kBase, tokenizer.CL100kBase, "no-such-encoding", tokenizer.O200kBase} {
+		for _, raw := range []string{`"user"`, `"assistant"`, `"system"`, `"tool"`, `"developer"`, `"function"`, `"Assistant"`, `""`, `null`, `7`} {
+			v := gjson.Parse(raw)
+			if got, want := countRole(c, enc, v), countValue(c, enc, v); got != want {
+				t.Errorf("%s: role %s counted %d, its text %d", enc, raw, got, want)
+			}
+		}
+	}
 }
