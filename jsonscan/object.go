@@ -22,6 +22,11 @@ type Object struct {
 	// element's start ({0, 0}: absent, or the element is not an object):
 	// element i's are ElementFields[i*k : (i+1)*k] for k keys.
 	ElementFields [][2]int
+	// ElementKeysOnce: no element writes one of those keys twice, nor
+	// any key with an escape, so each recorded span is also its key's
+	// first occurrence (what a reader taking the first, as gjson does,
+	// reads).
+	ElementKeysOnce bool
 	// EscapedKey: a top-level key holds an escape, so it may decode to a
 	// key the scan looks for; callers should not read such a body.
 	EscapedKey bool
@@ -73,5 +78,6 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 	if !p.run() {
 		return Object{}, false
 	}
+	obj.ElementKeysOnce = len(elemKeys) > 0 && !p.elemKeysTwice
 	return obj, true
 }

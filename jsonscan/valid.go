@@ -68,6 +68,9 @@ type validator struct {
 	elemFields *[][2]int
 	cur        [][2]int // the spans of the element being scanned; nil outside one
 	curAt      int      // its start
+	// elemKeysTwice: an element wrote a recorded key twice, or a key
+	// with an escape.
+	elemKeysTwice bool
 	// valid: s is known to be valid JSON (a part of a body validated
 	// before), so strings are skipped to their closing quote.
 	valid bool
@@ -143,8 +146,14 @@ func (p *validator) value(depth int) bool {
 				p.cur = cur
 				for j, k := range p.elemKeys {
 					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
+						if cur[j][1] != 0 {
+							p.elemKeysTwice = true
+						}
 						cur[j] = [2]int{valStart - p.curAt, p.i - p.curAt}
 					}
+				}
+				if hasBackslash(key) {
+					p.elemKeysTwice = true // it may decode to a recorded key
 				}
 			}
 			if depth == 0 && p.fieldKeys != nil {

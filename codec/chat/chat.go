@@ -136,15 +136,34 @@ func (c *Codec) Parse(r *view.Request) error {
 
 // Text implements view.Codec.
 func (c *Codec) Text(r *view.Request, i int) view.Text {
-	g := gjson.Parse(r.Raw(i))
-	it := r.Items[i]
+	it := &r.Items[i]
 	t := view.Text{Role: it.Role, Calls: it.Calls}
+	text, ok := c.plainContent(r, i)
+	if !ok {
+		text = messageText(gjson.Parse(r.Raw(i)))
+	}
 	if it.Role == view.RoleTool {
-		t.Results = []view.Result{{CallID: it.Answers[0], Text: messageText(g)}}
+		t.Results = []view.Result{{CallID: it.Answers[0], Text: text}}
 		return t
 	}
-	t.Text = messageText(g)
+	t.Text = text
 	return t
+}
+
+// plainContent returns messageText of message i read from the scan's span
+// of its content, when the scan's spans are the first occurrences (what
+// messageText reads) and the content is a string without escapes, or
+// absent; ok is false otherwise.
+func (c *Codec) plainContent(r *view.Request, i int) (text string, ok bool) {
+	sc, _ := r.Private.(*scan)
+	if sc == nil || !sc.once || (i+1)*len(messageKeys) > len(sc.fields) {
+		return "", false
+	}
+	sp := sc.message(i)[fieldContent]
+	if sp[1] == 0 {
+		return "", true
+	}
+	return field.Plain(r.Raw(i)[sp[0]:sp[1]])
 }
 
 // messageText is the text of a message's content (string or text parts).

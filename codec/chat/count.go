@@ -43,6 +43,10 @@ type scan struct {
 	// fields are the spans of each message's messageKeys fields, relative
 	// to the message's start ({0, 0}: absent), len(messageKeys) a message.
 	fields [][2]int
+	// once: the spans are also the first occurrence of their keys
+	// (jsonscan.Object.ElementKeysOnce), what Text reads; false for a
+	// derived request.
+	once bool
 }
 
 // message returns the spans of message i's fields.
@@ -112,7 +116,7 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		tools += toolsOverhead
 	}
 	r.Total += tools + replyPriming
-	return r, &scan{fields: obj.ElementFields}, nil
+	return r, &scan{fields: obj.ElementFields, once: obj.ElementKeysOnce}, nil
 }
 
 func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {

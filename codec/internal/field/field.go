@@ -37,8 +37,10 @@ func Str(v string) string {
 	return gjson.Parse(v).Str
 }
 
-// plain returns the text of v when v is a JSON string without escapes
+// Plain returns the text of v when v is a JSON string without escapes
 // (its text is then what is between its quotes).
+func Plain(v string) (string, bool) { return plain(v) }
+
 func plain(v string) (string, bool) {
 	if len(v) < 2 || v[0] != '"' || strings.IndexByte(v, '\\') >= 0 {
 		return "", false
