@@ -67,9 +67,6 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 		}
 	}
 	p.arrayKey, p.arrayElems = quoted, &obj.Elements
-	if len(elemKeys) > 0 {
-		p.elemKeys, p.elemFields = elemKeys, &obj.ElementFields
-	}
 	p.onArray = func(start, end int) { obj.Array = [2]int{start, end} }
 	p.ws()
 	if p.i >= len(s) || s[p.i] != '{' {
@@ -78,6 +75,17 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 	if !p.run() {
 		return Object{}, false
 	}
-	obj.ElementKeysOnce = len(elemKeys) > 0 && !p.elemKeysTwice
+	if k := len(elemKeys); k > 0 {
+		// The elements' fields, read once the body is known valid (the
+		// elements counted: their spans in one slice of the size they
+		// need).
+		obj.ElementFields = make([][2]int, len(obj.Elements)*k)
+		obj.ElementKeysOnce = true
+		for i, e := range obj.Elements {
+			if elementFields(s, e, elemKeys, obj.ElementFields[i*k:(i+1)*k]) {
+				obj.ElementKeysOnce = false
+			}
+		}
+	}
 	return obj, true
 }

@@ -61,19 +61,6 @@ type validator struct {
 	arrayKey   string
 	arrayElems *[][2]int
 	onArray    func(start, end int)
-	// elemKeys (unquoted), if set with arrayKey, names fields of that
-	// array's elements: their spans, relative to the element's start, go
-	// to elemFields, len(elemKeys) of them per element ({0, 0}: absent).
-	elemKeys   []string
-	elemFields *[][2]int
-	cur        [][2]int // the spans of the element being scanned; nil outside one
-	curAt      int      // its start
-	// elemKeysTwice: an element wrote a recorded key twice, or a key
-	// with an escape.
-	elemKeysTwice bool
-	// valid: s is known to be valid JSON (a part of a body validated
-	// before), so strings are skipped to their closing quote.
-	valid bool
 }
 
 // isArrayKey reports whether key (quoted, as written) names the array
@@ -100,11 +87,6 @@ func (p *validator) value(depth int) bool {
 	if p.i >= len(p.s) || depth > maxDepth {
 		return false
 	}
-	if p.valid && depth > 0 && p.cur == nil {
-		// Nothing is recorded inside a field's value: it is skipped.
-		p.i = skipValue(p.s, p.i)
-		return true
-	}
 	switch c := p.s[p.i]; {
 	case c == '"':
 		return p.str()
@@ -128,12 +110,8 @@ func (p *validator) value(depth int) bool {
 			p.i++
 			p.ws()
 			valStart := p.i
-			cur := p.cur
-			if depth == 2 && cur != nil {
-				p.cur = nil // nested objects are not elements
-			}
 			if depth == 0 && p.isArrayKey(key) && p.i < len(p.s) && p.s[p.i] == '[' {
-				if !p.elements(depth+1, p.arrayElems, p.elemFields) {
+				if !p.elements(depth+1, p.arrayElems) {
 					return false
 				}
 				if p.onArray != nil {
@@ -141,20 +119,6 @@ func (p *validator) value(depth int) bool {
 				}
 			} else if !p.value(depth + 1) {
 				return false
-			}
-			if depth == 2 && cur != nil {
-				p.cur = cur
-				for j, k := range p.elemKeys {
-					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
-						if cur[j][1] != 0 {
-							p.elemKeysTwice = true
-						}
-						cur[j] = [2]int{valStart - p.curAt, p.i - p.curAt}
-					}
-				}
-				if hasBackslash(key) {
-					p.elemKeysTwice = true // it may decode to a recorded key
-				}
 			}
 			if depth == 0 && p.fieldKeys != nil {
 				for j, k := range p.fieldKeys {
@@ -185,32 +149,44 @@ func (p *validator) value(depth int) bool {
 }
 
 // elements validates the array under arrayKey, recording each element's
-// span in *elems and, when fields is set, the spans of its elemKeys fields
-// (both reset first: when the key repeats, the last array wins).
-func (p *validator) elements(depth int, elems, fields *[][2]int) bool {
+// span in *elems (reset first: when the key repeats, the last array
+// wins).
+func (p *validator) elements(depth int, elems *[][2]int) bool {
 	es := (*elems)[:0]
-	var fs [][2]int
-	if fields != nil {
-		fs = (*fields)[:0]
-	}
-	k := len(p.elemKeys)
 	ok := p.array(depth, func(start int) bool {
-		if fields != nil {
-			// In one flat slice: nothing allocated per element.
-			fs = grow(fs, k)
-			p.cur, p.curAt = fs[len(fs)-k:], start
-		}
 		ok := p.value(depth + 1)
-		p.cur = nil
 		es = grow(es, 1)
 		es[len(es)-1] = [2]int{start, p.i}
 		return ok
 	})
 	*elems = es
-	if fields != nil {
-		*fields = fs
-	}
 	return ok
+}
+
+// elementFields sets fields[j] to the span, relative to the element's
+// start, of the last field named keys[j] of the valid element s[e[0]:e[1]]
+// ({0, 0}: absent, or the element is not an object). twice reports that
+// the element writes one of keys twice, or any key with an escape.
+func elementFields(s string, e [2]int, keys []string, fields [][2]int) (twice bool) {
+	el := s[e[0]:e[1]]
+	if el == "" || el[0] != '{' {
+		return false
+	}
+	for i := 1; ; {
+		k, v, next, ok := nextField(el, i)
+		if !ok {
+			return twice
+		}
+		name := el[k[0]+1 : k[1]-1]
+		for j, key := range keys {
+			if name == key {
+				twice = twice || fields[j][1] != 0
+				fields[j] = v
+			}
+		}
+		twice = twice || hasBackslash(name) // it may decode to one of keys
+		i = next
+	}
 }
 
 // grow returns s with n zero spans appended. Its capacity doubles, where
@@ -344,11 +320,6 @@ func (p *validator) str() bool {
 	s := p.s
 	n := len(s)
 	i := p.i + 1 // after the opening quote
-	if p.valid {
-		// The closing quote is the first one not escaped.
-		p.i = skipString(s, p.i)
-		return s[p.i-1] == '"' && p.i-1 > i-1
-	}
 	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
 		// The loads stay inside s (i+16 <= n). special marks only true
@@ -465,7 +436,10 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
-	p := &validator{s: obj, valid: valid, fieldKeys: keys, fieldSpans: spans}
+	if valid {
+		return fieldSpansSkipping(obj, keys, spans, arrayKey, elems)
+	}
+	p := &validator{s: obj, fieldKeys: keys, fieldSpans: spans}
 	if arrayKey != "" && elems != nil {
 		p.arrayName, p.arrayElems = arrayKey, elems
 	}
@@ -474,6 +448,57 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 		return false
 	}
 	return p.run()
+}
+
+// fieldSpansSkipping is fieldSpansElems for valid JSON: field by field,
+// each value skipped (nextField), the elements of the array under
+// arrayKey read the same way.
+func fieldSpansSkipping(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int) bool {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	for i++; ; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			break
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		for j, key := range keys {
+			if name == key {
+				spans[j] = v
+			}
+		}
+		if elems != nil && arrayKey != "" && name == arrayKey && obj[v[0]] == '[' {
+			// The last array under the key wins.
+			*elems = arrayElems(obj, v[0], (*elems)[:0])
+		}
+		i = next
+	}
+	// The object's end, then nothing but white space.
+	if i = skipWS(obj, i); i >= len(obj) || obj[i] != '}' {
+		return false
+	}
+	return skipWS(obj, i+1) == len(obj)
+}
+
+// arrayElems appends to es the spans of the elements of the valid array
+// that starts at s[i].
+func arrayElems(s string, i int, es [][2]int) [][2]int {
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return es
+	}
+	for i < len(s) {
+		end := skipValue(s, i)
+		es = grow(es, 1)
+		es[len(es)-1] = [2]int{i, end}
+		if i = skipWS(s, end); i >= len(s) || s[i] != ',' {
+			break
+		}
+		i = skipWS(s, i+1)
+	}
+	return es
 }
 
 // FirstValid finds the first top-level field of obj named key (compared
@@ -502,6 +527,35 @@ func FirstValid(obj, key string) (start, end int, ok, escaped bool) {
 		}
 		i = next
 	}
+}
+
+// FirstsValid is FirstValid for several keys in one pass: spans[j] gets
+// the span of the first field named keys[j] ({0, 0}: none before the
+// object's end, or before a key holding an escape, which sets escaped).
+func FirstsValid(obj string, keys []string, spans [][2]int) (escaped bool) {
+	clear(spans)
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	for i, left := i+1, len(keys); left > 0; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			return false
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		if hasBackslash(name) {
+			return true
+		}
+		for j, key := range keys {
+			if name == key && spans[j][1] == 0 {
+				spans[j] = v
+				left--
+			}
+		}
+		i = next
+	}
+	return false
 }
 
 // NextFieldValid reads the field of obj, a part of a body Valid accepted,

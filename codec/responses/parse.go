@@ -242,18 +242,34 @@ func digestible(raw string) bool {
 	return false
 }
 
+// textKeys are the item fields Text reads, in one pass (the first
+// occurrence of a repeated key, as gjson reads it).
+var textKeys = [...]string{"type", "output", "summary", "action", "content"}
+
+const (
+	tType = iota
+	tOutput
+	tSummary
+	tAction
+	tContent
+)
+
 // Text implements view.Codec.
 func (c *Codec) Text(r *view.Request, i int) view.Text {
-	it := r.Items[i]
-	g := gjson.Parse(r.Raw(i))
+	it := &r.Items[i]
+	var (
+		spans [len(textKeys)][2]int
+		f     [len(textKeys)]gjson.Result
+	)
+	field.GetAll(r.Raw(i), textKeys[:], spans[:], f[:])
 	t := view.Text{Role: it.Role, Calls: it.Calls}
-	typ := field.Of(g, "type").Str
+	typ := f[tType].Str
 	switch {
 	case len(it.Answers) > 0:
-		t.Results = []view.Result{{CallID: it.Answers[0], Text: partsText(field.Of(g, "output"))}}
+		t.Results = []view.Result{{CallID: it.Answers[0], Text: partsText(f[tOutput])}}
 	case typ == "reasoning":
 		var s []string
-		field.Of(g, "summary").ForEach(func(_, p gjson.Result) bool {
+		f[tSummary].ForEach(func(_, p gjson.Result) bool {
 			if x := field.Of(p, "text").String(); x != "" {
 				s = append(s, x)
 			}
@@ -264,7 +280,7 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 		// The call says it all.
 	case serverToolTypes[typ]:
 		what := typ
-		if a := field.Of(g, "action"); a.Exists() {
+		if a := f[tAction]; a.Exists() {
 			for _, k := range []string{"query", "url", "pattern"} {
 				if v := a.Get(k).String(); v != "" {
 					what += " " + k + "=" + v
@@ -277,7 +293,7 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 	case typ == AdditionalTools:
 		t.Text = "[additional_tools]"
 	default:
-		t.Text = partsText(field.Of(g, "content"))
+		t.Text = partsText(f[tContent])
 	}
 	return t
 }

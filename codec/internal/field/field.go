@@ -28,6 +28,25 @@ func Get(obj, key string) gjson.Result {
 	return valueOf(obj[start:end], start)
 }
 
+// GetAll sets out[j] to Get(obj, keys[j]) for each key, in one pass over
+// obj (spans holds len(keys) spans, as scratch).
+func GetAll(obj string, keys []string, spans [][2]int, out []gjson.Result) {
+	if jsonscan.FirstsValid(obj, keys, spans) {
+		// A key holding an escape may decode to one of keys: gjson
+		// decides.
+		for j, key := range keys {
+			out[j] = gjson.Get(obj, key)
+		}
+		return
+	}
+	for j, sp := range spans {
+		out[j] = gjson.Result{}
+		if sp[1] > 0 {
+			out[j] = valueOf(obj[sp[0]:sp[1]], sp[0])
+		}
+	}
+}
+
 // Str returns gjson.Parse(v).Str for v a JSON value of a body jsonscan
 // validated: a string's text, "" for any other value.
 func Str(v string) string {

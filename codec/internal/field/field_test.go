@@ -164,3 +164,21 @@ func TestEachIsForEach(t *testing.T) {
 		}
 	}
 }
+
+// TestGetAllIsGet: GetAll reads what Get reads, key by key.
+func TestGetAllIsGet(t *testing.T) {
+	rng := rand.New(rand.NewSource(40))
+	spans := make([][2]int, len(keys))
+	out := make([]gjson.Result, len(keys))
+	for i := 0; i < 50000; i++ {
+		var b strings.Builder
+		randValue(rng, &b, 0)
+		obj := b.String()
+		GetAll(obj, keys, spans, out)
+		for j, key := range keys {
+			if want := gjson.Get(obj, key); !reflect.DeepEqual(out[j], want) {
+				t.Fatalf("GetAll(%q)[%q] = %#v, gjson %#v", obj, key, out[j], want)
+			}
+		}
+	}
+}
