@@ -82,7 +82,7 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 		obj.ElementFields = make([][2]int, len(obj.Elements)*k)
 		obj.ElementKeysOnce = true
 		for i, e := range obj.Elements {
-			if elementFields(s, e, elemKeys, obj.ElementFields[i*k:(i+1)*k]) {
+			if _, twice, _ := ObjectFieldsValid(s[e[0]:e[1]], elemKeys, obj.ElementFields[i*k:(i+1)*k]); twice {
 				obj.ElementKeysOnce = false
 			}
 		}

@@ -163,28 +163,29 @@ func (p *validator) elements(depth int, elems *[][2]int) bool {
 	return ok
 }
 
-// elementFields sets fields[j] to the span, relative to the element's
-// start, of the last field named keys[j] of the valid element s[e[0]:e[1]]
-// ({0, 0}: absent, or the element is not an object). twice reports that
-// the element writes one of keys twice, or any key with an escape.
-func elementFields(s string, e [2]int, keys []string, fields [][2]int) (twice bool) {
-	el := s[e[0]:e[1]]
-	if el == "" || el[0] != '{' {
-		return false
+// ObjectFieldsValid sets fields[j] to the span of the value of the last
+// field named keys[j] (compared as written) of obj, a part of a body Valid
+// accepted ({0, 0}: absent). It returns how many fields obj has, and
+// whether it writes one of keys twice or any key with an escape (which
+// may decode to one of keys); isObject is false, and fields untouched,
+// when obj is not an object.
+func ObjectFieldsValid(obj string, keys []string, fields [][2]int) (n int, twice, isObject bool) {
+	if obj == "" || obj[0] != '{' {
+		return 0, false, false
 	}
-	for i := 1; ; {
-		k, v, next, ok := nextField(el, i)
+	for i := 1; ; n++ {
+		k, v, next, ok := nextField(obj, i)
 		if !ok {
-			return twice
+			return n, twice, true
 		}
-		name := el[k[0]+1 : k[1]-1]
+		name := obj[k[0]+1 : k[1]-1]
 		for j, key := range keys {
 			if name == key {
 				twice = twice || fields[j][1] != 0
 				fields[j] = v
 			}
 		}
-		twice = twice || hasBackslash(name) // it may decode to one of keys
+		twice = twice || hasBackslash(name)
 		i = next
 	}
 }

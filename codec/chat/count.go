@@ -64,7 +64,7 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 	// The body is only read while count runs, so it is viewed as a
 	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
-	obj, ok := jsonscan.ScanObject(body, "messages", messageKeys...)
+	obj, ok := jsonscan.ScanObject(body, "messages")
 	if !ok || obj.Array[1] == 0 || obj.EscapedKey {
 		return nil, nil, view.ErrNotRequest
 	}
@@ -77,10 +77,21 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 	}
 	encoding := encodingFor(model)
 	r := &view.Request{Body: body, Model: model, Encoding: encoding, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
-	// Each message is hashed once and looked up with the others under one
-	// lock; only those not found are counted.
+	// Each message is read once here: the spans of its fields found, and
+	// it is hashed; then looked up with the others under one lock, and
+	// only those not found are counted.
+	k := len(messageKeys)
+	sc := &scan{fields: make([][2]int, len(obj.Elements)*k), once: true}
+	// known: the message's fields are all of messageKeys, each written
+	// once, so it is counted from their spans (countKnown).
+	known := make([]bool, len(obj.Elements))
 	for i, sp := range obj.Elements {
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(js[sp[0]:sp[1]])}
+		raw := js[sp[0]:sp[1]]
+		f := sc.message(i)
+		n, twice, isObject := jsonscan.ObjectFieldsValid(raw, messageKeys, f)
+		sc.once = sc.once && !twice
+		known[i] = isObject && !twice && n == present(f)
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(raw)}
 	}
 	c.counter.Lookup(encoding, "msg", len(r.Items), func(i int) uint64 { return r.Items[i].Hash }, func(i, n int) {
 		r.Items[i].Tokens = n
@@ -91,6 +102,9 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		if it.Tokens < 0 {
 			raw := js[it.Start:it.End]
 			n, hit := c.counter.CachedHash(encoding, "msg", it.Hash, func() int {
+				if known[i] {
+					return countKnown(c.counter, encoding, raw, sc.message(i))
+				}
 				return countMessage(c.counter, encoding, gjson.Parse(raw))
 			})
 			it.Tokens = n
@@ -116,7 +130,42 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		tools += toolsOverhead
 	}
 	r.Total += tools + replyPriming
-	return r, &scan{fields: obj.ElementFields, once: obj.ElementKeysOnce}, nil
+	return r, sc, nil
+}
+
+// present is how many of a message's fields spans holds.
+func present(spans [][2]int) int {
+	n := 0
+	for _, sp := range spans {
+		if sp[1] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// countKnown is countMessage for a message whose fields are all of
+// messageKeys, each written once (f: their spans in raw): the same sum,
+// the fields read from their spans rather than found again.
+func countKnown(c *tokenizer.Counter, encoding, raw string, f [][2]int) int {
+	n := tokensPerMessage
+	val := func(j int) gjson.Result { return field.Value(raw[f[j][0]:f[j][1]]) }
+	if f[fieldRole][1] > 0 {
+		n += countRole(c, encoding, val(fieldRole))
+	}
+	if f[fieldContent][1] > 0 {
+		n += countContent(c, encoding, val(fieldContent))
+	}
+	if f[fieldToolCallID][1] > 0 {
+		n += countValue(c, encoding, val(fieldToolCallID))
+	}
+	if f[fieldToolCalls][1] > 0 {
+		val(fieldToolCalls).ForEach(func(_, call gjson.Result) bool {
+			n += tokensPerCall + countFunction(c, encoding, field.Of(call, "function"))
+			return true
+		})
+	}
+	return n
 }
 
 func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {

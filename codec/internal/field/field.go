@@ -93,6 +93,10 @@ func Each(t gjson.Result, fn func(key, value gjson.Result) bool) {
 	}
 }
 
+// Value returns gjson.Parse(v) for v a JSON value of a body jsonscan
+// validated.
+func Value(v string) gjson.Result { return valueOf(v, 0) }
+
 // valueOf is the Result of v, a JSON value at index in its parent.
 func valueOf(v string, index int) gjson.Result {
 	if s, ok := plain(v); ok {
