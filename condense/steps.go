@@ -30,6 +30,11 @@ type conversation struct {
 	// however many summaries read them (text).
 	textMu sync.Mutex
 	texts  map[int]view.Text
+
+	// breaks[i] counts the items k in (0, i] the body does not hold
+	// joined to the item before by a single comma (originals), made once.
+	breaksOnce sync.Once
+	breaks     []int32
 }
 
 // largeText is the raw size from which an item's text is kept once
@@ -130,6 +135,23 @@ func (c *conversation) stepTokens(from, to int) int {
 	return n
 }
 
+// joined reports whether the body holds items [from, to) as one run,
+// each joined to the one before by a single comma (none empty).
+func (c *conversation) joined(from, to int) bool {
+	c.breaksOnce.Do(func() {
+		items, body := c.req.Items, c.req.Body
+		c.breaks = make([]int32, len(items))
+		for k := 1; k < len(items); k++ {
+			prev, it := &items[k-1], &items[k]
+			c.breaks[k] = c.breaks[k-1]
+			if !(prev.Start < prev.End && it.Start < it.End && it.Start == prev.End+1 && body[prev.End] == ',') {
+				c.breaks[k]++
+			}
+		}
+	})
+	return c.breaks[to-1] == c.breaks[from]
+}
+
 // hashMessages returns a content hash of items [from, to).
 func (c *conversation) hashMessages(from, to int) string {
 	return hashItems(c.req, from, to)
@@ -166,6 +188,17 @@ func hashItems(r *view.Request, from, to int) string {
 // is copied in one piece.
 func (c *conversation) originals(from, to int) []byte {
 	items, body := c.req.Items[from:to], c.req.Body
+	if from < to && items[0].Start < items[0].End && c.joined(from, to) {
+		// One run: its bytes, in brackets.
+		run := body[items[0].Start:items[len(items)-1].End]
+		var out strings.Builder
+		out.Grow(len(run) + 2)
+		out.WriteByte('[')
+		out.Write(run)
+		out.WriteByte(']')
+		str := out.String()
+		return unsafe.Slice(unsafe.StringData(str), len(str))
+	}
 	n := 2 + max(len(items)-1, 0)
 	for k := range items {
 		if it := &items[k]; it.Start < it.End {
