@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,28 @@ func TestMemoryTTLAndCopies(t *testing.T) {
 	}
 	if s := m.Stats(); s.Hits != 2 || s.Misses != 2 {
 		t.Errorf("stats %+v, want 2 hits 2 misses", s)
+	}
+}
+
+// TestMemorySetOwnedKeepsTheValue: a value handed over is kept without a
+// copy (SetOwned allocates nothing of its size), read back as it was, and
+// still counted against the bound.
+func TestMemorySetOwnedKeepsTheValue(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory(4 << 20)
+	v := bytes.Repeat([]byte("o"), 1<<20)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	m.SetOwned(ctx, "a", v, time.Minute)
+	runtime.ReadMemStats(&ms1)
+	if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew >= 1<<20 {
+		t.Errorf("SetOwned allocated %d bytes for a value of 1 MiB (copied it)", grew)
+	}
+	if got, ok := m.Get(ctx, "a"); !ok || !bytes.Equal(got, v) {
+		t.Fatalf("Get after SetOwned = %d bytes %v", len(got), ok)
+	}
+	if m.Bytes() < 1<<20 {
+		t.Errorf("holds %d bytes, want the value counted", m.Bytes())
 	}
 }
 

@@ -118,6 +118,19 @@ func (l *Layered) Set(ctx context.Context, key string, value []byte, ttl time.Du
 	l.Redis.Set(ctx, key, value, ttl)
 }
 
+// SetOwned is Set for a value the caller hands over (Memory.SetOwned):
+// the memory layer keeps it without a copy.
+func (l *Layered) SetOwned(ctx context.Context, key string, value []byte, ttl time.Duration) {
+	if l.Redis.Down() {
+		if l.mark(key, ttl) {
+			l.Mem.SetOwned(ctx, key, value, l.memTTL(ttl))
+		}
+		return
+	}
+	l.Mem.SetOwned(ctx, key, value, l.memTTL(ttl))
+	l.Redis.Set(ctx, key, value, ttl)
+}
+
 // Add stores value unless Redis (or, while it is down, memory) holds one,
 // and returns the value held: the first writer's across replicas.
 func (l *Layered) Add(ctx context.Context, key string, value []byte, ttl time.Duration) ([]byte, bool) {

@@ -106,8 +106,15 @@ func (m *Memory) Get(_ context.Context, key string) ([]byte, bool) {
 // Set stores a copy of value; ttl <= 0 means no expiry. A value larger than
 // the whole cache is not stored. When the cache is full, the least
 // recently used entries of the largest scope go first.
-func (m *Memory) Set(_ context.Context, key string, value []byte, ttl time.Duration) {
-	e := &memEntry{key: key, value: append([]byte(nil), value...)}
+func (m *Memory) Set(ctx context.Context, key string, value []byte, ttl time.Duration) {
+	m.SetOwned(ctx, key, append([]byte(nil), value...), ttl)
+}
+
+// SetOwned is Set for a value the caller hands over rather than lends: it
+// is kept as it is, not copied, and the caller must not change it
+// afterwards (condense's originals, made for the cache, megabytes each).
+func (m *Memory) SetOwned(_ context.Context, key string, value []byte, ttl time.Duration) {
+	e := &memEntry{key: key, value: value}
 	if ttl > 0 {
 		e.expires = m.now().Add(ttl)
 	}

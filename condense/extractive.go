@@ -44,20 +44,34 @@ func fitSummary(text string, maxTokens int) string {
 			files = shorten(files, maxChars/3) + "\n"
 		}
 	}
-	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	// The lines of body, each read where it is: line i is
+	// body[starts[i] : starts[i+1]-1].
+	body = strings.TrimRight(body, "\n")
+	n := strings.Count(body, "\n") + 1
+	starts := make([]int32, 0, n+1)
+	ranks := make([]int8, n)
+	for i, at := 0, 0; i < n; i++ {
+		starts = append(starts, int32(at))
+		end := strings.IndexByte(body[at:], '\n')
+		if end < 0 {
+			end = len(body) - at
+		}
+		ranks[i] = int8(lineRank(body[at : at+end]))
+		at += end + 1
+	}
+	starts = append(starts, int32(len(body)+1))
+	line := func(i int) string { return body[starts[i] : starts[i+1]-1] }
 	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
 	room := maxChars - len(files) - len(omitted)
-	keep := make([]bool, len(lines))
-	ranks := make([]int8, len(lines))
-	for i, l := range lines {
-		ranks[i] = int8(lineRank(l))
-	}
+	keep := make([]bool, n)
+	kept := 0
 	seen := map[string]bool{}
 	for rank := int8(0); rank <= maxLineRank; rank++ {
-		for i, l := range lines {
+		for i := range n {
 			if keep[i] || ranks[i] != rank {
 				continue
 			}
+			l := line(i)
 			if rank == errorRank {
 				// An error line repeated step after step is kept once.
 				if seen[errorsOf(l)] {
@@ -69,14 +83,16 @@ func fitSummary(text string, maxTokens int) string {
 				continue
 			}
 			keep[i] = true
+			kept += len(l) + 1
 			room -= len(l) + 1
 		}
 	}
 	var b strings.Builder
+	b.Grow(kept + len(omitted) + len(files))
 	dropped := 0
-	for i, l := range lines {
+	for i := range n {
 		if keep[i] {
-			b.WriteString(l)
+			b.WriteString(line(i))
 			b.WriteByte('\n')
 		} else {
 			dropped++
@@ -381,14 +397,17 @@ func (f *fileLog) section() string {
 
 // filesOf builds the Files section of items [from, to).
 func (c *conversation) filesOf(from, to int) string {
-	texts := make([]view.Text, 0, to-from)
+	var texts []view.Text
 	for i := from; i < to; i++ {
-		texts = append(texts, c.text(i))
+		if t := c.text(i); len(t.Calls) > 0 || len(t.Results) > 0 {
+			texts = append(texts, t)
+		}
 	}
 	return filesOfTexts(texts)
 }
 
-// filesOfTexts builds the Files section of items' texts.
+// filesOfTexts builds the Files section of items' texts (those without
+// calls or results may be left out: they name no file).
 func filesOfTexts(texts []view.Text) string {
 	fl := newFileLog()
 	names := map[string]string{}
@@ -424,12 +443,20 @@ func (m *filesMemo) get(build func() string) string {
 // kept in files.
 func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	var b strings.Builder
+	// A line an item at most, of its text or less (a large item's is cut
+	// short): the items' size, within 64 bytes an item, is room enough
+	// most of the time.
+	raw := c.req.Items[to-1].End - c.req.Items[from].Start
+	b.Grow(max(min(raw, 64*(to-from)), 0))
 	names := map[string]string{}
-	// Each item's text is decoded once, for the steps and the Files.
-	texts := make([]view.Text, 0, to-from)
+	// Each item's text is decoded once, for the steps and the Files
+	// (which read the texts with calls or results only).
+	var texts []view.Text
 	for i := from; i < to; i++ {
 		t := c.text(i)
-		texts = append(texts, t)
+		if len(t.Calls) > 0 || len(t.Results) > 0 {
+			texts = append(texts, t)
+		}
 		for _, r := range t.Results {
 			writeLine(&b, "    → ", names[r.CallID], ": ", resultDigest(r.Text))
 		}

@@ -1,10 +1,15 @@
 package condense
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"math/rand"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 // noteResultRule is noteResult as first written: its regexp run over the
@@ -41,6 +46,171 @@ func TestNoteResultFollowsItsRule(t *testing.T) {
 		noteResultRule(want, b.String())
 		if !slices.Equal(got.order, want.order) || got.n != want.n {
 			t.Fatalf("%q: noted %q (%d), the rule %q (%d)", b.String(), got.order, got.n, want.order, want.n)
+		}
+	}
+}
+
+// fitSummaryRule is fitSummary as first written (its lines split into a
+// slice of strings), kept as the rule fitSummary must follow.
+func fitSummaryRule(text string, maxTokens int) string {
+	maxChars := maxTokens * 3
+	if len(text) <= maxChars {
+		return text
+	}
+	body, files, hasFiles := strings.Cut(text, "## Files\n")
+	if hasFiles {
+		files = "## Files\n" + files
+		if len(files) > maxChars/3 {
+			files = shorten(files, maxChars/3) + "\n"
+		}
+	}
+	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
+	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
+	room := maxChars - len(files) - len(omitted)
+	keep := make([]bool, len(lines))
+	ranks := make([]int8, len(lines))
+	for i, l := range lines {
+		ranks[i] = int8(lineRank(l))
+	}
+	seen := map[string]bool{}
+	for rank := int8(0); rank <= maxLineRank; rank++ {
+		for i, l := range lines {
+			if keep[i] || ranks[i] != rank {
+				continue
+			}
+			if rank == errorRank {
+				// An error line repeated step after step is kept once.
+				if seen[errorsOf(l)] {
+					continue
+				}
+				seen[errorsOf(l)] = true
+			}
+			if len(l)+1 > room {
+				continue
+			}
+			keep[i] = true
+			room -= len(l) + 1
+		}
+	}
+	var b strings.Builder
+	dropped := 0
+	for i, l := range lines {
+		if keep[i] {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		} else {
+			dropped++
+		}
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, omitted, dropped)
+	}
+	b.WriteString(files)
+	return b.String()
+}
+
+// TestFitSummaryFollowsItsRule: on random extractive summaries (every kind
+// of line, repeated error lines, a Files section or none, empty lines,
+// bounds from nothing to more than the text), fitSummary returns what the
+// rule returns.
+func TestFitSummaryFollowsItsRule(t *testing.T) {
+	lines := []string{"- User: fix the build", "- System note: be brief", "    → bash: ok | (3 lines)",
+		"    → bash: FAIL | exit 1 | ! FAIL TestX (9 lines)", "    → bash: x | ! panic: boom | (2 lines)",
+		"- Assistant: Reading the log.", "  - called bash(command=go test)", "[marker]", "", "  ", "- User: é" + strings.Repeat("x", 40)}
+	rng := rand.New(rand.NewSource(37))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for n := rng.Intn(60); n > 0; n-- {
+			b.WriteString(lines[rng.Intn(len(lines))])
+			b.WriteByte('\n')
+		}
+		if rng.Intn(2) == 0 {
+			fmt.Fprintf(&b, "## Files\n- read: a/b.go%s\n", strings.Repeat(", c/d.go", rng.Intn(30)))
+		}
+		for range rng.Intn(3) {
+			b.WriteByte('\n')
+		}
+		text, max := b.String(), rng.Intn(400)
+		if got, want := fitSummary(text, max), fitSummaryRule(text, max); got != want {
+			t.Fatalf("fitSummary(%q, %d) = %q, the rule %q", text, max, got, want)
+		}
+	}
+}
+
+// hashItemsRule is hashItems as first written (a write per item and per
+// separator), kept as the rule hashItems must follow.
+func hashItemsRule(r *view.Request, from, to int) string {
+	h := sha256.New()
+	for i := from; i < to; i++ {
+		if it := r.Items[i]; it.Start < it.End {
+			h.Write(r.Body[it.Start:it.End])
+		}
+		h.Write(zero[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// randomItems returns a body of n items of random sizes (from nothing to
+// more than hashItems' buffer), joined by random separators, with their
+// spans.
+func randomItems(rng *rand.Rand, n int) *view.Request {
+	r := &view.Request{}
+	var b []byte
+	for i := 0; i < n; i++ {
+		b = append(b, []string{",", ", ", "\n ,\t"}[rng.Intn(3)]...)
+		size := []int{0, 1, 7, 40, 300, 8 << 10, 9000, 20000}[rng.Intn(8)] + rng.Intn(3)
+		it := view.Item{Start: len(b)}
+		for j := 0; j < size; j++ {
+			b = append(b, byte('a'+rng.Intn(26)))
+		}
+		it.End = len(b)
+		if size == 0 && rng.Intn(2) == 0 {
+			it.Start, it.End = it.End, it.Start-1 // no raw JSON at all
+		}
+		r.Items = append(r.Items, it)
+	}
+	r.Body = b
+	return r
+}
+
+// TestHashItemsFollowsItsRule: the content hash of random ranges of
+// random items is the rule's.
+func TestHashItemsFollowsItsRule(t *testing.T) {
+	rng := rand.New(rand.NewSource(37))
+	for i := 0; i < 300; i++ {
+		r := randomItems(rng, 1+rng.Intn(60))
+		from := rng.Intn(len(r.Items))
+		to := from + rng.Intn(len(r.Items)-from+1)
+		if got, want := hashItems(r, from, to), hashItemsRule(r, from, to); got != want {
+			t.Fatalf("hashItems(%d, %d) = %s, the rule %s", from, to, got, want)
+		}
+	}
+}
+
+// originalsRule is the originals as first written: each item's raw JSON
+// appended after a comma.
+func originalsRule(r *view.Request, from, to int) []byte {
+	dst := []byte{'['}
+	for i := from; i < to; i++ {
+		if len(dst) > 1 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, r.Raw(i)...)
+	}
+	return append(dst, ']')
+}
+
+// TestOriginalsFollowTheirRule: the originals of random ranges of random
+// items (joined by single commas, or by white space too) are the rule's.
+func TestOriginalsFollowTheirRule(t *testing.T) {
+	rng := rand.New(rand.NewSource(37))
+	for i := 0; i < 300; i++ {
+		r := randomItems(rng, 1+rng.Intn(60))
+		c := &conversation{req: r}
+		from := rng.Intn(len(r.Items))
+		to := from + rng.Intn(len(r.Items)-from+1)
+		if got, want := c.originals(from, to), originalsRule(r, from, to); string(got) != string(want) {
+			t.Fatalf("originals(%d, %d) = %q, the rule %q", from, to, got, want)
 		}
 	}
 }

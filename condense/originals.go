@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
 )
 
 // Originals are the items a summary, digest or window marker replaced,
@@ -17,6 +19,7 @@ import (
 func originalsKey(scope, id string) string { return "orig:" + scope + ":" + id }
 
 // keepOriginal stores an original unless it was written recently.
+// original makes it for the store, which is handed it.
 func (e *Engine) keepOriginal(ctx context.Context, rq *job, id string, original func() []byte) {
 	if e.originals == nil || rq.req.CountOnly {
 		return
@@ -25,13 +28,24 @@ func (e *Engine) keepOriginal(ctx context.Context, rq *job, id string, original 
 	if !e.written.add(key, e.now()) {
 		return
 	}
-	e.originals.Set(context.WithoutCancel(ctx), key, original(), e.opts.OriginalsTTL)
+	ctx = context.WithoutCancel(ctx)
+	// original() is made for the store: package cache's stores keep it
+	// without a copy. (Their own types only: a Cache that wraps one, to
+	// count or change what is set, gets the value through its Set.)
+	switch c := e.originals.(type) {
+	case *cache.Memory:
+		c.SetOwned(ctx, key, original(), e.opts.OriginalsTTL)
+	case *cache.Layered:
+		c.SetOwned(ctx, key, original(), e.opts.OriginalsTTL)
+	default:
+		e.originals.Set(ctx, key, original(), e.opts.OriginalsTTL)
+	}
 }
 
 // storeOriginals keeps the received items [from, to) retrievable under id.
 func (e *Engine) storeOriginals(ctx context.Context, rq *job, id string, from, to int) {
 	e.keepOriginal(ctx, rq, id, func() []byte {
-		return append(rq.received().appendRaw([]byte{'['}, from, to), ']')
+		return rq.received().originals(from, to)
 	})
 	e.rememberRange(ctx, rq, id, from, to)
 }

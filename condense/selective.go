@@ -24,6 +24,14 @@ const AppliedSelective = "selective"
 // reports that the result is at or under the limit; out is nil when
 // nothing was digested.
 func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, fits bool, err error) {
+	points := e.frontierPoints(ctx, rq, toolOutputsOf(rq.conv.req), b)
+	if selectiveCodec(rq) == nil || e.sel.Idle(rq.conv.req, e.eagerMinTokens(rq)) {
+		// No output to digest at any point: the frontier goes as far as
+		// it may, as it would with nothing digested at each point, and
+		// no message list is made.
+		rq.frontier = points[len(points)-1]
+		return nil, rq.in.Total <= b.limit, nil
+	}
 	msgs := selective.Messages(rq.conv.req)
 	var summarize func(context.Context, selective.Input) (string, error)
 	if e.opts.SelectiveSummarizer == "llm" && e.summarizer != nil {
@@ -41,7 +49,6 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	// mode's fold does: a move re-writes what follows the old frontier),
 	// else the last.
 	var res selective.Result
-	points := e.frontierPoints(ctx, rq, msgs, b)
 	for i, point := range points {
 		rq.frontier = point
 		if res, err = apply(e.protectIndex(rq, msgs, point)); err != nil || i == len(points)-1 {
@@ -148,19 +155,14 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 // later requests may move on to any grid point after it, the first that
 // fits. The points of the grid never move as the conversation grows, so
 // neither does a frontier that fits.
-func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.Message, b budgets) []int {
+func (e *Engine) frontierPoints(ctx context.Context, rq *job, outs []toolOutput, b budgets) []int {
 	keep := e.sel.KeepRecent()
 	if keep <= 0 {
 		return []int{len(rq.conv.steps)}
 	}
 	item := -1 // the item of the keep-th newest output
-	for i, n := len(msgs)-1, 0; i >= 0; i-- {
-		if msgs[i].Role == view.RoleTool {
-			if n++; n == keep {
-				item = msgs[i].Item
-				break
-			}
-		}
+	if len(outs) >= keep {
+		item = outs[len(outs)-keep].item
 	}
 	if item < 0 {
 		return []int{0} // fewer outputs than protected: none is a candidate
@@ -194,7 +196,7 @@ func (e *Engine) frontierPoints(ctx context.Context, rq *job, msgs []selective.M
 		return []int{last}
 	}
 	first = max(first, e.coldFloor(ctx, rq, coldFrontier))
-	first = e.paidPoint(rq, msgs, points, first, e.sel.MinTokens())
+	first = e.paidPoint(rq, outs, points, first, e.sel.MinTokens())
 	for i, p := range points {
 		if p >= first {
 			return points[i:]
@@ -235,7 +237,7 @@ func msgIndex(msgs []selective.Message, item, none int) int {
 // condensation's, over the usual horizon, as the cost model's other plans
 // expect (half of it moved the frontier too rarely on the corpus:
 // sessions that lasted billed up to 0.035 more, BENCHMARKS.md).
-func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from, least int) int {
+func (e *Engine) paidPoint(rq *job, tools []toolOutput, points []int, from, least int) int {
 	c := rq.conv
 	grid := rq.gridTokens()
 	p := pricesOf(rq.limits)
@@ -243,18 +245,16 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 	outs := make([]int, len(c.steps))       // tool outputs per step
 	digestible := make([]int, len(c.steps)) // tokens of those a digest may shrink
 	si := 0
-	for _, m := range msgs {
-		for si < len(c.steps) && m.Item >= c.steps[si].end {
+	for _, o := range tools {
+		for si < len(c.steps) && o.item >= c.steps[si].end {
 			si++
 		}
 		if si == len(c.steps) {
 			break
 		}
-		if m.Role == view.RoleTool {
-			outs[si]++
-			if m.Tokens >= least && !m.Frozen {
-				digestible[si] += m.Tokens
-			}
+		outs[si]++
+		if o.tokens >= least && !o.frozen {
+			digestible[si] += o.tokens
 		}
 	}
 	frontier := from
@@ -282,6 +282,30 @@ func (e *Engine) paidPoint(rq *job, msgs []selective.Message, points []int, from
 		}
 	}
 	return frontier
+}
+
+// toolOutput is one of a request's tool outputs: a tool message of
+// selective.Messages, without the rest of the list.
+type toolOutput struct {
+	item, tokens int
+	frozen       bool
+}
+
+// toolOutputsOf returns r's tool outputs, in order: the outputs of the
+// items whose first output is not their own text, as selective.Messages
+// lists them.
+func toolOutputsOf(r *view.Request) []toolOutput {
+	var out []toolOutput
+	for i := range r.Items {
+		it := &r.Items[i]
+		if len(it.Outputs) == 0 || it.Outputs[0].Own {
+			continue
+		}
+		for _, o := range it.Outputs {
+			out = append(out, toolOutput{item: i, tokens: o.Tokens, frozen: o.Frozen || it.Frozen})
+		}
+	}
+	return out
 }
 
 // gridPoints returns the frontier's grid points in grid (tokens per

@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -29,6 +30,11 @@ type conversation struct {
 	// however many summaries read them (text).
 	textMu sync.Mutex
 	texts  map[int]view.Text
+
+	// breaks[i] counts the items k in (0, i] the body does not hold
+	// joined to the item before by a single comma (originals), made once.
+	breaksOnce sync.Once
+	breaks     []int32
 }
 
 // largeText is the raw size from which an item's text is kept once
@@ -129,6 +135,23 @@ func (c *conversation) stepTokens(from, to int) int {
 	return n
 }
 
+// joined reports whether the body holds items [from, to) as one run,
+// each joined to the one before by a single comma (none empty).
+func (c *conversation) joined(from, to int) bool {
+	c.breaksOnce.Do(func() {
+		items, body := c.req.Items, c.req.Body
+		c.breaks = make([]int32, len(items))
+		for k := 1; k < len(items); k++ {
+			prev, it := &items[k-1], &items[k]
+			c.breaks[k] = c.breaks[k-1]
+			if !(prev.Start < prev.End && it.Start < it.End && it.Start == prev.End+1 && body[prev.End] == ',') {
+				c.breaks[k]++
+			}
+		}
+	})
+	return c.breaks[to-1] == c.breaks[from]
+}
+
 // hashMessages returns a content hash of items [from, to).
 func (c *conversation) hashMessages(from, to int) string {
 	return hashItems(c.req, from, to)
@@ -138,28 +161,79 @@ var zero [1]byte
 
 func hashItems(r *view.Request, from, to int) string {
 	h := sha256.New()
+	// The items and their separators go to the hash a buffer at a time
+	// (a write per item of a few bytes costs more than its hashing).
+	var buf [8 << 10]byte
+	b := buf[:0]
 	for i := from; i < to; i++ {
-		if it := r.Items[i]; it.Start < it.End {
-			h.Write(r.Body[it.Start:it.End])
+		raw := r.Raw(i)
+		if len(b)+len(raw)+1 > cap(b) {
+			h.Write(b)
+			b = b[:0]
+			if len(raw)+1 > cap(b) {
+				h.Write(r.Body[r.Items[i].Start:r.Items[i].End])
+				h.Write(zero[:])
+				continue
+			}
 		}
-		h.Write(zero[:])
+		b = append(append(b, raw...), 0)
 	}
+	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// appendRaw appends items [from, to) to dst as JSON array elements (no
-// brackets; a comma before each unless dst is just "[").
-func (c *conversation) appendRaw(dst []byte, from, to int) []byte {
-	n := len(dst) + (to - from)
-	for i := from; i < to; i++ {
-		n += len(c.raw(i))
+// originals returns items [from, to) as a JSON array: their raw JSON, a
+// comma before each but the first that is not empty, in brackets. A run
+// of items the body holds joined by single commas, as agents send them,
+// is copied in one piece.
+func (c *conversation) originals(from, to int) []byte {
+	items, body := c.req.Items[from:to], c.req.Body
+	if from < to && items[0].Start < items[0].End && c.joined(from, to) {
+		// One run: its bytes, in brackets.
+		run := body[items[0].Start:items[len(items)-1].End]
+		var out strings.Builder
+		out.Grow(len(run) + 2)
+		out.WriteByte('[')
+		out.Write(run)
+		out.WriteByte(']')
+		str := out.String()
+		return unsafe.Slice(unsafe.StringData(str), len(str))
 	}
-	dst = slices.Grow(dst, n-len(dst)+1)
-	for i := from; i < to; i++ {
-		if len(dst) > 1 {
-			dst = append(dst, ',')
+	n := 2 + max(len(items)-1, 0)
+	for k := range items {
+		if it := &items[k]; it.Start < it.End {
+			n += it.End - it.Start
 		}
-		dst = append(dst, c.raw(i)...)
 	}
-	return dst
+	// Written in a Builder: its memory is not cleared first (megabytes,
+	// all overwritten).
+	var out strings.Builder
+	out.Grow(n)
+	out.WriteByte('[')
+	start, end := -1, -1 // the run being copied, in body
+	for k := range items {
+		s, e := items[k].Start, items[k].End
+		if s < e && start >= 0 && s == end+1 && body[end] == ',' {
+			end = e
+			continue
+		}
+		if start >= 0 {
+			out.Write(body[start:end])
+			start = -1
+		}
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		if s < e {
+			start, end = s, e
+		}
+	}
+	if start >= 0 {
+		out.Write(body[start:end])
+	}
+	out.WriteByte(']')
+	// The bytes are the string's, never changed: the caches only read a
+	// value (and the originals are handed over to them).
+	str := out.String()
+	return unsafe.Slice(unsafe.StringData(str), len(str))
 }

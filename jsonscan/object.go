@@ -22,6 +22,11 @@ type Object struct {
 	// element's start ({0, 0}: absent, or the element is not an object):
 	// element i's are ElementFields[i*k : (i+1)*k] for k keys.
 	ElementFields [][2]int
+	// ElementKeysOnce: no element writes one of those keys twice, nor
+	// any key with an escape, so each recorded span is also its key's
+	// first occurrence (what a reader taking the first, as gjson does,
+	// reads).
+	ElementKeysOnce bool
 	// EscapedKey: a top-level key holds an escape, so it may decode to a
 	// key the scan looks for; callers should not read such a body.
 	EscapedKey bool
@@ -62,9 +67,6 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 		}
 	}
 	p.arrayKey, p.arrayElems = quoted, &obj.Elements
-	if len(elemKeys) > 0 {
-		p.elemKeys, p.elemFields = elemKeys, &obj.ElementFields
-	}
 	p.onArray = func(start, end int) { obj.Array = [2]int{start, end} }
 	p.ws()
 	if p.i >= len(s) || s[p.i] != '{' {
@@ -72,6 +74,18 @@ func ScanObject(body []byte, arrayKey string, elemKeys ...string) (obj Object, o
 	}
 	if !p.run() {
 		return Object{}, false
+	}
+	if k := len(elemKeys); k > 0 {
+		// The elements' fields, read once the body is known valid (the
+		// elements counted: their spans in one slice of the size they
+		// need).
+		obj.ElementFields = make([][2]int, len(obj.Elements)*k)
+		obj.ElementKeysOnce = true
+		for i, e := range obj.Elements {
+			if _, twice, _ := ObjectFieldsValid(s[e[0]:e[1]], elemKeys, obj.ElementFields[i*k:(i+1)*k]); twice {
+				obj.ElementKeysOnce = false
+			}
+		}
 	}
 	return obj, true
 }

@@ -1,7 +1,11 @@
 package jsonscan
 
 import (
+	"math/rand"
+	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 func TestScanObject(t *testing.T) {
@@ -51,5 +55,63 @@ func TestScanObject(t *testing.T) {
 				t.Errorf("escaped = %v", obj.EscapedKey)
 			}
 		})
+	}
+}
+
+// TestElementKeysOnce: on random arrays of objects — keys repeated,
+// escaped, nested, in any order — ElementKeysOnce is false exactly when an
+// element writes a recorded key twice or any key with an escape; when it
+// is true, each recorded span is its key's first occurrence (the value a
+// decoder taking the first one reads).
+func TestElementKeysOnce(t *testing.T) {
+	keys := []string{"role", "content"}
+	pieces := []string{`"role":"user"`, `"content":"x"`, `"content":[1,{"role":2}]`, `"name":"n"`, `"r\u006fle":"a"`, `"x\\":1`, `"nest":{"content":3}`}
+	rng := rand.New(rand.NewSource(37))
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		b.WriteString(`{"messages":[`)
+		twice := false
+		for e, n := 0, 1+rng.Intn(4); e < n; e++ {
+			if e > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('{')
+			seen := map[string]bool{}
+			for f, m := 0, rng.Intn(4); f < m; f++ {
+				if f > 0 {
+					b.WriteByte(',')
+				}
+				p := pieces[rng.Intn(len(pieces))]
+				b.WriteString(p)
+				k, _, _ := strings.Cut(p, ":")
+				if strings.Contains(k, `\`) || (seen[k] && (k == `"role"` || k == `"content"`)) {
+					twice = true
+				}
+				seen[k] = true
+			}
+			b.WriteByte('}')
+		}
+		b.WriteString(`]}`)
+		body := b.String()
+		obj, ok := ScanObject([]byte(body), "messages", keys...)
+		if !ok {
+			t.Fatalf("%s: not scanned", body)
+		}
+		if obj.ElementKeysOnce == twice {
+			t.Fatalf("%s: ElementKeysOnce %v", body, obj.ElementKeysOnce)
+		}
+		if !obj.ElementKeysOnce {
+			continue
+		}
+		for e, sp := range obj.Elements {
+			elem := body[sp[0]:sp[1]]
+			for j, k := range keys {
+				f := obj.ElementFields[e*len(keys)+j]
+				first := gjson.Get(elem, k)
+				if (f[1] > 0) != first.Exists() || (f[1] > 0 && (elem[f[0]:f[1]] != first.Raw || f[0] != first.Index)) {
+					t.Fatalf("%s: element %d key %s: span %v, first occurrence %q at %d", body, e, k, f, first.Raw, first.Index)
+				}
+			}
+		}
 	}
 }

@@ -61,16 +61,6 @@ type validator struct {
 	arrayKey   string
 	arrayElems *[][2]int
 	onArray    func(start, end int)
-	// elemKeys (unquoted), if set with arrayKey, names fields of that
-	// array's elements: their spans, relative to the element's start, go
-	// to elemFields, len(elemKeys) of them per element ({0, 0}: absent).
-	elemKeys   []string
-	elemFields *[][2]int
-	cur        [][2]int // the spans of the element being scanned; nil outside one
-	curAt      int      // its start
-	// valid: s is known to be valid JSON (a part of a body validated
-	// before), so strings are skipped to their closing quote.
-	valid bool
 }
 
 // isArrayKey reports whether key (quoted, as written) names the array
@@ -120,12 +110,8 @@ func (p *validator) value(depth int) bool {
 			p.i++
 			p.ws()
 			valStart := p.i
-			cur := p.cur
-			if depth == 2 && cur != nil {
-				p.cur = nil // nested objects are not elements
-			}
 			if depth == 0 && p.isArrayKey(key) && p.i < len(p.s) && p.s[p.i] == '[' {
-				if !p.elements(depth+1, p.arrayElems, p.elemFields) {
+				if !p.elements(depth+1, p.arrayElems) {
 					return false
 				}
 				if p.onArray != nil {
@@ -133,14 +119,6 @@ func (p *validator) value(depth int) bool {
 				}
 			} else if !p.value(depth + 1) {
 				return false
-			}
-			if depth == 2 && cur != nil {
-				p.cur = cur
-				for j, k := range p.elemKeys {
-					if len(key) == len(k)+2 && key[1:len(key)-1] == k {
-						cur[j] = [2]int{valStart - p.curAt, p.i - p.curAt}
-					}
-				}
 			}
 			if depth == 0 && p.fieldKeys != nil {
 				for j, k := range p.fieldKeys {
@@ -171,31 +149,59 @@ func (p *validator) value(depth int) bool {
 }
 
 // elements validates the array under arrayKey, recording each element's
-// span in *elems and, when fields is set, the spans of its elemKeys fields
-// (both reset first: when the key repeats, the last array wins).
-func (p *validator) elements(depth int, elems, fields *[][2]int) bool {
+// span in *elems (reset first: when the key repeats, the last array
+// wins).
+func (p *validator) elements(depth int, elems *[][2]int) bool {
 	es := (*elems)[:0]
-	var fs [][2]int
-	if fields != nil {
-		fs = (*fields)[:0]
-	}
-	k := len(p.elemKeys)
 	ok := p.array(depth, func(start int) bool {
-		if fields != nil {
-			// In one flat slice: nothing allocated per element.
-			fs = append(fs, make([][2]int, k)...)
-			p.cur, p.curAt = fs[len(fs)-k:], start
-		}
 		ok := p.value(depth + 1)
-		p.cur = nil
-		es = append(es, [2]int{start, p.i})
+		es = grow(es, 1)
+		es[len(es)-1] = [2]int{start, p.i}
 		return ok
 	})
 	*elems = es
-	if fields != nil {
-		*fields = fs
-	}
 	return ok
+}
+
+// ObjectFieldsValid sets fields[j] to the span of the value of the last
+// field named keys[j] (compared as written) of obj, a part of a body Valid
+// accepted ({0, 0}: absent). It returns how many fields obj has, and
+// whether it writes one of keys twice or any key with an escape (which
+// may decode to one of keys); isObject is false, and fields untouched,
+// when obj is not an object.
+func ObjectFieldsValid(obj string, keys []string, fields [][2]int) (n int, twice, isObject bool) {
+	if obj == "" || obj[0] != '{' {
+		return 0, false, false
+	}
+	for i := 1; ; n++ {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			return n, twice, true
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		for j, key := range keys {
+			if name == key {
+				twice = twice || fields[j][1] != 0
+				fields[j] = v
+			}
+		}
+		twice = twice || hasBackslash(name)
+		i = next
+	}
+}
+
+// grow returns s with n zero spans appended. Its capacity doubles, where
+// append's grows by a quarter past a few hundred elements: the spans of a
+// request of 100,000 items are copied about once, not four times over.
+func grow(s [][2]int, n int) [][2]int {
+	if len(s)+n > cap(s) {
+		t := make([][2]int, len(s), max(2*cap(s), len(s)+n, 64))
+		copy(t, s)
+		s = t
+	}
+	s = s[:len(s)+n]
+	clear(s[len(s)-n:])
+	return s
 }
 
 // array validates an array starting at '['. elem, if set, validates each
@@ -315,27 +321,6 @@ func (p *validator) str() bool {
 	s := p.s
 	n := len(s)
 	i := p.i + 1 // after the opening quote
-	if p.valid {
-		// The closing quote is the first one not escaped: preceded by
-		// an even number of backslashes.
-		for {
-			j := strings.IndexByte(s[i:], '"')
-			if j < 0 {
-				p.i = n
-				return false
-			}
-			i += j
-			k := i - 1
-			for k > p.i && s[k] == '\\' {
-				k--
-			}
-			if (i-1-k)%2 == 0 {
-				p.i = i + 1
-				return true
-			}
-			i++
-		}
-	}
 	base := unsafe.Pointer(unsafe.StringData(s))
 	for {
 		// The loads stay inside s (i+16 <= n). special marks only true
@@ -452,7 +437,10 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 	for i := range spans {
 		spans[i] = [2]int{}
 	}
-	p := &validator{s: obj, valid: valid, fieldKeys: keys, fieldSpans: spans}
+	if valid {
+		return fieldSpansSkipping(obj, keys, spans, arrayKey, elems)
+	}
+	p := &validator{s: obj, fieldKeys: keys, fieldSpans: spans}
 	if arrayKey != "" && elems != nil {
 		p.arrayName, p.arrayElems = arrayKey, elems
 	}
@@ -461,4 +449,249 @@ func fieldSpansElems(obj string, keys []string, spans [][2]int, arrayKey string,
 		return false
 	}
 	return p.run()
+}
+
+// fieldSpansSkipping is fieldSpansElems for valid JSON: field by field,
+// each value skipped (nextField), the elements of the array under
+// arrayKey read the same way.
+func fieldSpansSkipping(obj string, keys []string, spans [][2]int, arrayKey string, elems *[][2]int) bool {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	for i++; ; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			break
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		for j, key := range keys {
+			if name == key {
+				spans[j] = v
+			}
+		}
+		if elems != nil && arrayKey != "" && name == arrayKey && obj[v[0]] == '[' {
+			// The last array under the key wins.
+			*elems = arrayElems(obj, v[0], (*elems)[:0])
+		}
+		i = next
+	}
+	// The object's end, then nothing but white space.
+	if i = skipWS(obj, i); i >= len(obj) || obj[i] != '}' {
+		return false
+	}
+	return skipWS(obj, i+1) == len(obj)
+}
+
+// arrayElems appends to es the spans of the elements of the valid array
+// that starts at s[i].
+func arrayElems(s string, i int, es [][2]int) [][2]int {
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		return es
+	}
+	for i < len(s) {
+		end := skipValue(s, i)
+		es = grow(es, 1)
+		es[len(es)-1] = [2]int{i, end}
+		if i = skipWS(s, end); i >= len(s) || s[i] != ',' {
+			break
+		}
+		i = skipWS(s, i+1)
+	}
+	return es
+}
+
+// FirstValid finds the first top-level field of obj named key (compared
+// as written, unquoted) and returns the span of its value, obj being a
+// part of a body Valid accepted: its values are skipped, not checked. It
+// stops at the first key holding an escape, which may decode to key:
+// escaped is then true, and a caller that needs a decoder's answer asks
+// one. ok is false when obj is not an object, or has no such field
+// (before such a key).
+func FirstValid(obj, key string) (start, end int, ok, escaped bool) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return 0, 0, false, false
+	}
+	for i++; ; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			return 0, 0, false, false
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		if hasBackslash(name) {
+			return 0, 0, false, true
+		}
+		if name == key {
+			return v[0], v[1], true, false
+		}
+		i = next
+	}
+}
+
+// FirstsValid is FirstValid for several keys in one pass: spans[j] gets
+// the span of the first field named keys[j] ({0, 0}: none before the
+// object's end, or before a key holding an escape, which sets escaped).
+func FirstsValid(obj string, keys []string, spans [][2]int) (escaped bool) {
+	clear(spans)
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	for i, left := i+1, len(keys); left > 0; {
+		k, v, next, ok := nextField(obj, i)
+		if !ok {
+			return false
+		}
+		name := obj[k[0]+1 : k[1]-1]
+		if hasBackslash(name) {
+			return true
+		}
+		for j, key := range keys {
+			if name == key && spans[j][1] == 0 {
+				spans[j] = v
+				left--
+			}
+		}
+		i = next
+	}
+	return false
+}
+
+// NextFieldValid reads the field of obj, a part of a body Valid accepted,
+// that starts at i — just after the object's '{', or where the previous
+// field's value ended — and returns the spans of its key (quotes
+// included) and of its value, and where it ends. ok is false at the
+// object's end.
+func NextFieldValid(obj string, i int) (key, value [2]int, next int, ok bool) {
+	return nextField(obj, i)
+}
+
+func nextField(s string, i int) (key, value [2]int, next int, ok bool) {
+	i = skipWS(s, i)
+	if i < len(s) && s[i] == ',' {
+		i = skipWS(s, i+1)
+	}
+	if i >= len(s) || s[i] != '"' {
+		return key, value, i, false
+	}
+	key = [2]int{i, skipString(s, i)}
+	i = skipWS(s, key[1])
+	if i >= len(s) || s[i] != ':' {
+		return key, value, i, false
+	}
+	i = skipWS(s, i+1)
+	if i >= len(s) {
+		return key, value, i, false
+	}
+	value = [2]int{i, skipValue(s, i)}
+	return key, value, value[1], true
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasBackslash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// skipValue returns the end of the value of valid JSON that starts at
+// s[i].
+func skipValue(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = skipString(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	// A number or a literal: up to what follows a value.
+	for i < len(s) {
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the valid JSON string that starts at
+// s[i] (after its closing quote). Its first bytes are read eight at a
+// time for a quote or a backslash (most strings are short); past them,
+// from quote to quote (IndexByte), a quote closing the string when an
+// even number of backslashes precede it.
+func skipString(s string, i int) int {
+	start := i
+	i++
+	n := len(s)
+	if littleEndian {
+		base := unsafe.Pointer(unsafe.StringData(s))
+		for short := min(n, i+64); i+8 <= short; {
+			w := *(*uint64)(unsafe.Add(base, i))
+			quote, bslash := w^(lsb*'"'), w^(lsb*'\\')
+			// The first byte marked is a quote or a backslash (see
+			// special).
+			m := ((quote - lsb) &^ quote) | ((bslash - lsb) &^ bslash)
+			if m &= msb; m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
+			if s[i] == '"' {
+				return i + 1
+			}
+			i += 2 // the backslash and what it escapes
+		}
+	}
+	for short := min(n, i+8); i < short; {
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	for i < n {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return n
+		}
+		i += j
+		k := i - 1
+		for k > start && s[k] == '\\' {
+			k--
+		}
+		if (i-1-k)%2 == 0 {
+			return i + 1
+		}
+		i++
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -168,6 +169,42 @@ func TestFieldSpansValid(t *testing.T) {
 		FieldSpansElems(o, keys, want, "content", &wantElems)
 		if !FieldSpansElemsValid(o, keys, got, "content", &gotElems) || !slices.Equal(want, got) || !slices.Equal(wantElems, gotElems) {
 			t.Fatalf("%s: validating %v %v, skipping %v %v", o, want, wantElems, got, gotElems)
+		}
+	}
+}
+
+// TestFieldSpansValidOnRandomObjects: on random valid objects — keys
+// repeated (the array key as an array, then as something else), nested
+// objects naming the same keys, white space anywhere, strings with
+// escapes long and short — the skipping scan records what the validating
+// one does.
+func TestFieldSpansValidOnRandomObjects(t *testing.T) {
+	keys := []string{"role", "content", "type"}
+	values := []string{`"user"`, `"a\"b\\"`, `[1,{"content":[2]}, "x"]`, `[ ]`, `{"role":"nested","content":[3]}`, `null`, `-1.5e3`, `true`,
+		`"` + strings.Repeat(`ab\"\\`, 20) + `"`, `[` + strings.Repeat(`"\\\"",`, 10) + `{}]`}
+	ws := []string{"", " ", "\n\t", "\r\n "}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		b.WriteString(ws[rng.IntN(len(ws))] + "{")
+		for f, n := 0, rng.IntN(6); f < n; f++ {
+			if f > 0 {
+				b.WriteString(ws[rng.IntN(len(ws))] + ",")
+			}
+			key := []string{"role", "content", "type", "other", `c\u006fntent`}[rng.IntN(5)]
+			b.WriteString(ws[rng.IntN(len(ws))] + `"` + key + `"` + ws[rng.IntN(len(ws))] + ":" + ws[rng.IntN(len(ws))] + values[rng.IntN(len(values))])
+		}
+		b.WriteString(ws[rng.IntN(len(ws))] + "}" + ws[rng.IntN(len(ws))])
+		o := b.String()
+		if !Valid(o) {
+			t.Fatalf("test input not valid JSON: %s", o)
+		}
+		want, got := make([][2]int, len(keys)), make([][2]int, len(keys))
+		wantElems, gotElems := [][2]int{{9, 9}}, [][2]int{{9, 9}}
+		okW := FieldSpansElems(o, keys, want, "content", &wantElems)
+		okG := FieldSpansElemsValid(o, keys, got, "content", &gotElems)
+		if okW != okG || !slices.Equal(want, got) || !slices.Equal(wantElems, gotElems) {
+			t.Fatalf("%s: validating %v %v %v, skipping %v %v %v", o, okW, want, wantElems, okG, got, gotElems)
 		}
 	}
 }

@@ -109,6 +109,30 @@ type Condenser struct {
 // MinTokens is the smallest output digested (Options.MinToolOutputTokens).
 func (c *Condenser) MinTokens() int { return c.opts.MinToolOutputTokens }
 
+// Idle reports whether Apply, on the messages of r (Messages(r)), with
+// Request.MinTokens minTokens and no Pick, would change nothing whatever
+// its ProtectFrom and BriefBefore: no tool output is large enough to be
+// digested, and tool inputs are not cleared. A caller then need not list
+// the messages.
+func (c *Condenser) Idle(r *view.Request, minTokens int) bool {
+	if c.opts.ClearToolInputs {
+		return false
+	}
+	least := cmp.Or(minTokens, c.opts.MinToolOutputTokens)
+	for i := range r.Items {
+		it := &r.Items[i]
+		if len(it.Outputs) == 0 || it.Outputs[0].Own {
+			continue // no tool output (Messages' own-text unit is not one)
+		}
+		for _, o := range it.Outputs {
+			if o.Tokens >= least {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // KeepRecent is how many of the newest tool outputs are never digested.
 func (c *Condenser) KeepRecent() int { return c.opts.KeepRecentToolOutputs }
 

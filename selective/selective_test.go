@@ -290,3 +290,58 @@ func TestBrief(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleMeansApplyChangesNothing: on requests of tool outputs of every
+// size, Idle is true exactly when no output reaches the smallest size
+// digested (inputs not cleared), and then Apply changes nothing, whatever
+// its ProtectFrom and BriefBefore; with inputs cleared it is never idle.
+func TestIdleMeansApplyChangesNothing(t *testing.T) {
+	outputs := []string{"ok", "small output", strings.Repeat("x ", 300), bigLog(1), strings.Repeat("line\n", 2000)}
+	for seed := 0; seed < 60; seed++ {
+		var b bytes.Buffer
+		b.WriteString(`{"model":"gpt-4o","messages":[{"role":"user","content":"go"}`)
+		n := 1 + seed%7
+		for i := 0; i < n; i++ {
+			args, _ := json.Marshal(map[string]string{"command": strings.Repeat("c", 1+(seed*i)%900)})
+			fmt.Fprintf(&b, `,{"role":"assistant","content":"run","tool_calls":[{"id":"c%d","type":"function","function":{"name":"bash","arguments":%s}}]}`, i, quote(string(args)))
+			fmt.Fprintf(&b, `,{"role":"tool","tool_call_id":"c%d","content":%s}`, i, quote(outputs[(seed+i*3)%len(outputs)]))
+		}
+		b.WriteString(`]}`)
+		r, err := chatCodec.Scan(b.Bytes(), o200k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chatCodec.Parse(r); err != nil {
+			t.Fatal(err)
+		}
+		msgs := Messages(r)
+		for _, min := range []int{0, 100, 200} {
+			c := New(Options{KeepRecentToolOutputs: -1}, count, nil)
+			idle := c.Idle(r, min)
+			least := min
+			if least == 0 {
+				least = c.MinTokens()
+			}
+			large := false
+			for _, m := range msgs {
+				large = large || (m.Role == view.RoleTool && m.Tokens >= least)
+			}
+			if idle == large {
+				t.Fatalf("seed %d min %d: Idle %v with an output of %d tokens or more: %v", seed, min, idle, least, large)
+			}
+			if cleared := New(Options{ClearToolInputs: true}, count, nil); cleared.Idle(r, min) {
+				t.Fatalf("seed %d: idle though tool inputs are cleared", seed)
+			}
+			if !idle {
+				continue
+			}
+			for protect := 0; protect <= len(msgs); protect++ {
+				res, err := c.Apply(context.Background(), Request{Body: r.Body, Messages: msgs, Codec: chatCodec, Encoding: tokenizer.O200kBase,
+					Need: 1 << 30, MinTokens: min, ProtectFrom: protect, BriefBefore: len(msgs) - protect, Scope: "s"})
+				if err != nil || len(res.Patches) > 0 || !bytes.Equal(res.Body, r.Body) {
+					t.Fatalf("seed %d: idle, yet Apply made %d patches (%v)", seed, len(res.Patches), err)
+				}
+			}
+		}
+	}
+}

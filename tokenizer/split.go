@@ -144,6 +144,14 @@ func runeBefore(s string, i int) int {
 // run returns the end of the run of runes of class mask that starts at i.
 func (sp *splitter) run(s string, i int, mask uint8) int {
 	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			// ASCII, read in place (runeAt is a call).
+			if sp.classes[c]&mask == 0 {
+				break
+			}
+			i++
+			continue
+		}
 		r, n := runeAt(s, i)
 		if sp.class(r)&mask == 0 {
 			break

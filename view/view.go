@@ -102,7 +102,7 @@ type Request struct {
 // Raw returns the raw JSON of item i. The string shares Body's memory
 // (Body is never modified while the Request is in use).
 func (r *Request) Raw(i int) string {
-	it := r.Items[i]
+	it := &r.Items[i]
 	return r.Span(it.Start, it.End)
 }
 
@@ -133,6 +133,10 @@ type Item struct {
 	// Glue: the item belongs to the same step as the item before it (a
 	// Messages tool_result turn, a Responses call after its reasoning).
 	Glue bool
+	// Frozen: the item may be dropped with its step but never edited
+	// (thinking blocks, encrypted reasoning, compaction items). (Beside
+	// Glue: an item is 128 bytes, not 136.)
+	Frozen bool
 	// Calls are the tool calls the item makes.
 	Calls []Call
 	// Answers are the ids of the calls the item answers.
@@ -140,9 +144,6 @@ type Item struct {
 	// Outputs are the tool outputs the item carries whose text a digest
 	// may replace.
 	Outputs []Output
-	// Frozen: the item may be dropped with its step but never edited
-	// (thinking blocks, encrypted reasoning, compaction items).
-	Frozen bool
 }
 
 // Call is one tool call.

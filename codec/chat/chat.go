@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -54,11 +55,13 @@ func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.
 	return r, nil
 }
 
-func span(raw string, sp [2]int) gjson.Result {
+// str is the text of the string at sp in raw ("" when absent or not a
+// string).
+func str(raw string, sp [2]int) string {
 	if sp[1] == 0 {
-		return gjson.Result{}
+		return ""
 	}
-	return gjson.Parse(raw[sp[0]:sp[1]])
+	return field.Str(raw[sp[0]:sp[1]])
 }
 
 // Parse implements view.Codec. The head is the leading system/developer
@@ -87,10 +90,10 @@ func (c *Codec) Parse(r *view.Request) error {
 		} else {
 			jsonscan.FieldSpansValid(raw, messageKeys, spans)
 		}
-		it.Role = span(raw, f[fieldRole]).Str
+		it.Role = str(raw, f[fieldRole])
 		switch it.Role {
 		case view.RoleTool:
-			id := span(raw, f[fieldToolCallID]).Str
+			id := str(raw, f[fieldToolCallID])
 			it.Glue = true
 			it.Answers = answerS.One(id)
 			it.Outputs = outS.One(view.Output{CallID: id, Start: it.Start, End: it.End, Value: f[fieldContent], Tokens: it.Tokens})
@@ -133,26 +136,45 @@ func (c *Codec) Parse(r *view.Request) error {
 
 // Text implements view.Codec.
 func (c *Codec) Text(r *view.Request, i int) view.Text {
-	g := gjson.Parse(r.Raw(i))
-	it := r.Items[i]
+	it := &r.Items[i]
 	t := view.Text{Role: it.Role, Calls: it.Calls}
+	text, ok := c.plainContent(r, i)
+	if !ok {
+		text = messageText(gjson.Parse(r.Raw(i)))
+	}
 	if it.Role == view.RoleTool {
-		t.Results = []view.Result{{CallID: it.Answers[0], Text: messageText(g)}}
+		t.Results = []view.Result{{CallID: it.Answers[0], Text: text}}
 		return t
 	}
-	t.Text = messageText(g)
+	t.Text = text
 	return t
+}
+
+// plainContent returns messageText of message i read from the scan's span
+// of its content, when the scan's spans are the first occurrences (what
+// messageText reads) and the content is a string without escapes, or
+// absent; ok is false otherwise.
+func (c *Codec) plainContent(r *view.Request, i int) (text string, ok bool) {
+	sc, _ := r.Private.(*scan)
+	if sc == nil || !sc.once || (i+1)*len(messageKeys) > len(sc.fields) {
+		return "", false
+	}
+	sp := sc.message(i)[fieldContent]
+	if sp[1] == 0 {
+		return "", true
+	}
+	return field.Plain(r.Raw(i)[sp[0]:sp[1]])
 }
 
 // messageText is the text of a message's content (string or text parts).
 func messageText(m gjson.Result) string {
-	c := m.Get("content")
+	c := field.Of(m, "content")
 	if c.IsArray() {
 		var parts []string
 		c.ForEach(func(_, p gjson.Result) bool {
-			if t := p.Get("text"); t.Exists() {
+			if t := field.Of(p, "text"); t.Exists() {
 				parts = append(parts, t.String())
-			} else if typ := p.Get("type").Str; typ != "" {
+			} else if typ := field.Of(p, "type").Str; typ != "" {
 				parts = append(parts, "["+typ+"]")
 			}
 			return true

@@ -1,10 +1,12 @@
 package chat
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -41,6 +43,10 @@ type scan struct {
 	// fields are the spans of each message's messageKeys fields, relative
 	// to the message's start ({0, 0}: absent), len(messageKeys) a message.
 	fields [][2]int
+	// once: the spans are also the first occurrence of their keys
+	// (jsonscan.Object.ElementKeysOnce), what Text reads; false for a
+	// derived request.
+	once bool
 }
 
 // message returns the spans of message i's fields.
@@ -58,7 +64,7 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 	// The body is only read while count runs, so it is viewed as a
 	// string without a copy. One validating pass finds every part.
 	js := unsafe.String(unsafe.SliceData(body), len(body))
-	obj, ok := jsonscan.ScanObject(body, "messages", messageKeys...)
+	obj, ok := jsonscan.ScanObject(body, "messages")
 	if !ok || obj.Array[1] == 0 || obj.EscapedKey {
 		return nil, nil, view.ErrNotRequest
 	}
@@ -71,10 +77,21 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 	}
 	encoding := encodingFor(model)
 	r := &view.Request{Body: body, Model: model, Encoding: encoding, Items: make([]view.Item, len(obj.Elements)), Array: obj.Array}
-	// Each message is hashed once and looked up with the others under one
-	// lock; only those not found are counted.
+	// Each message is read once here: the spans of its fields found, and
+	// it is hashed; then looked up with the others under one lock, and
+	// only those not found are counted.
+	k := len(messageKeys)
+	sc := &scan{fields: make([][2]int, len(obj.Elements)*k), once: true}
+	// known: the message's fields are all of messageKeys, each written
+	// once, so it is counted from their spans (countKnown).
+	known := make([]bool, len(obj.Elements))
 	for i, sp := range obj.Elements {
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(js[sp[0]:sp[1]])}
+		raw := js[sp[0]:sp[1]]
+		f := sc.message(i)
+		n, twice, isObject := jsonscan.ObjectFieldsValid(raw, messageKeys, f)
+		sc.once = sc.once && !twice
+		known[i] = isObject && !twice && n == present(f)
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(raw)}
 	}
 	c.counter.Lookup(encoding, "msg", len(r.Items), func(i int) uint64 { return r.Items[i].Hash }, func(i, n int) {
 		r.Items[i].Tokens = n
@@ -85,6 +102,9 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		if it.Tokens < 0 {
 			raw := js[it.Start:it.End]
 			n, hit := c.counter.CachedHash(encoding, "msg", it.Hash, func() int {
+				if known[i] {
+					return countKnown(c.counter, encoding, raw, sc.message(i))
+				}
 				return countMessage(c.counter, encoding, gjson.Parse(raw))
 			})
 			it.Tokens = n
@@ -110,7 +130,42 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		tools += toolsOverhead
 	}
 	r.Total += tools + replyPriming
-	return r, &scan{fields: obj.ElementFields}, nil
+	return r, sc, nil
+}
+
+// present is how many of a message's fields spans holds.
+func present(spans [][2]int) int {
+	n := 0
+	for _, sp := range spans {
+		if sp[1] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// countKnown is countMessage for a message whose fields are all of
+// messageKeys, each written once (f: their spans in raw): the same sum,
+// the fields read from their spans rather than found again.
+func countKnown(c *tokenizer.Counter, encoding, raw string, f [][2]int) int {
+	n := tokensPerMessage
+	val := func(j int) gjson.Result { return field.Value(raw[f[j][0]:f[j][1]]) }
+	if f[fieldRole][1] > 0 {
+		n += countRole(c, encoding, val(fieldRole))
+	}
+	if f[fieldContent][1] > 0 {
+		n += countContent(c, encoding, val(fieldContent))
+	}
+	if f[fieldToolCallID][1] > 0 {
+		n += countValue(c, encoding, val(fieldToolCallID))
+	}
+	if f[fieldToolCalls][1] > 0 {
+		val(fieldToolCalls).ForEach(func(_, call gjson.Result) bool {
+			n += tokensPerCall + countFunction(c, encoding, field.Of(call, "function"))
+			return true
+		})
+	}
+	return n
 }
 
 func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
@@ -118,7 +173,7 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 		return tokensPerMessage + c.Text(encoding, m.Raw)
 	}
 	n := tokensPerMessage
-	m.ForEach(func(k, v gjson.Result) bool {
+	field.Each(m, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "content":
 			n += countContent(c, encoding, v)
@@ -126,11 +181,13 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 			n += c.Text(encoding, v.String()) + tokensPerName
 		case "tool_calls":
 			v.ForEach(func(_, call gjson.Result) bool {
-				n += tokensPerCall + countFunction(c, encoding, call.Get("function"))
+				n += tokensPerCall + countFunction(c, encoding, field.Of(call, "function"))
 				return true
 			})
 		case "function_call":
 			n += tokensPerCall + countFunction(c, encoding, v)
+		case "role":
+			n += countRole(c, encoding, v)
 		default:
 			n += countValue(c, encoding, v)
 		}
@@ -139,8 +196,44 @@ func countMessage(c *tokenizer.Counter, encoding string, m gjson.Result) int {
 	return n
 }
 
+// knownRoles are the roles whose counts are kept per encoding: every
+// message has one.
+var knownRoles = [...]string{view.RoleUser, view.RoleAssistant, view.RoleSystem, view.RoleTool, view.RoleDeveloper}
+
+// roleCounts are the counts of knownRoles under encoding enc.
+type roleCounts struct {
+	enc string
+	n   [len(knownRoles)]int
+}
+
+// lastRoles holds the role counts of the encoding counted last.
+var lastRoles atomic.Pointer[roleCounts]
+
+// countRole is countValue for a message's role: a known role's count is
+// read from lastRoles (a count depends on the text and the encoding
+// only), not counted again.
+func countRole(c *tokenizer.Counter, encoding string, v gjson.Result) int {
+	if v.Type != gjson.String {
+		return countValue(c, encoding, v)
+	}
+	rc := lastRoles.Load()
+	if rc == nil || rc.enc != encoding {
+		rc = &roleCounts{enc: encoding}
+		for i, r := range knownRoles {
+			rc.n[i] = c.Text(encoding, r)
+		}
+		lastRoles.Store(rc)
+	}
+	for i, r := range knownRoles {
+		if v.Str == r {
+			return rc.n[i]
+		}
+	}
+	return countValue(c, encoding, v)
+}
+
 func countFunction(c *tokenizer.Counter, encoding string, f gjson.Result) int {
-	return c.Text(encoding, f.Get("name").String()) + c.Text(encoding, f.Get("arguments").String())
+	return c.Text(encoding, field.Of(f, "name").String()) + c.Text(encoding, field.Of(f, "arguments").String())
 }
 
 // countValue counts a field the chat format does not name: strings by
@@ -162,11 +255,11 @@ func countContent(c *tokenizer.Counter, encoding string, v gjson.Result) int {
 	}
 	n := 0
 	v.ForEach(func(_, part gjson.Result) bool {
-		switch part.Get("type").Str {
+		switch field.Of(part, "type").Str {
 		case "text", "input_text", "output_text":
-			n += c.Text(encoding, part.Get("text").String())
+			n += c.Text(encoding, field.Of(part, "text").String())
 		case "image_url", "input_image", "image":
-			if part.Get("image_url.detail").Str == "low" || part.Get("detail").Str == "low" {
+			if part.Get("image_url.detail").Str == "low" || field.Of(part, "detail").Str == "low" {
 				n += imageLowDetail
 			} else {
 				n += imageHighDetail

@@ -2,8 +2,13 @@ package chat
 
 import (
 	"errors"
+	"math/rand"
+	"strings"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
+	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -127,4 +132,58 @@ func FuzzRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRoleCountsAreTheTexts: a role's count read from the kept counts is
+// its text's, whichever encoding was counted before.
+func TestRoleCountsAreTheTexts(t *testing.T) {
+	c := tokenizer.New(tokenizer.Options{})
+	for _, enc := range []string{tokenizer.O200kBase, tokenizer.CL100kBase, "no-such-encoding", tokenizer.O200kBase} {
+		for _, raw := range []string{`"user"`, `"assistant"`, `"system"`, `"tool"`, `"developer"`, `"function"`, `"Assistant"`, `""`, `null`, `7`} {
+			v := gjson.Parse(raw)
+			if got, want := countRole(c, enc, v), countValue(c, enc, v); got != want {
+				t.Errorf("%s: role %s counted %d, its text %d", enc, raw, got, want)
+			}
+		}
+	}
+}
+
+// TestCountKnownIsCountMessage: a message whose fields are all of
+// messageKeys, each written once, counts from its spans what
+// countMessage counts — roles, contents of every shape, tool calls — and
+// the other messages are not taken for such.
+func TestCountKnownIsCountMessage(t *testing.T) {
+	fields := []string{`"role":"user"`, `"role":"assistant"`, `"role":"tool"`, `"role":7`, `"content":"ping 1"`, `"content":null`, `"content":"a\"b"`,
+		`"content":[{"type":"text","text":"hi"},{"type":"image_url","image_url":{"url":"x","detail":"low"}}]`, `"content":{"x":1}`,
+		`"tool_call_id":"call_1"`, `"tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]`,
+		`"tool_calls":"odd"`, `"name":"n"`, `"other":[1,2]`, `"r\u006fle":"user"`}
+	c := tokenizer.New(tokenizer.Options{})
+	rng := rand.New(rand.NewSource(37))
+	knownSeen := 0
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		b.WriteByte('{')
+		for f, n := 0, rng.Intn(5); f < n; f++ {
+			if f > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(fields[rng.Intn(len(fields))])
+		}
+		b.WriteByte('}')
+		raw := b.String()
+		f := make([][2]int, len(messageKeys))
+		n, twice, isObject := jsonscan.ObjectFieldsValid(raw, messageKeys, f)
+		if !isObject || twice || n != present(f) {
+			continue
+		}
+		knownSeen++
+		for _, enc := range []string{tokenizer.O200kBase, tokenizer.CL100kBase} {
+			if got, want := countKnown(c, enc, raw, f), countMessage(c, enc, gjson.Parse(raw)); got != want {
+				t.Fatalf("%s: %s counted %d from its spans, %d by countMessage", raw, enc, got, want)
+			}
+		}
+	}
+	if knownSeen < 1000 {
+		t.Fatalf("only %d messages of known fields generated", knownSeen)
+	}
 }

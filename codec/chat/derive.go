@@ -63,7 +63,7 @@ func (c *Codec) Derive(in *view.Request, out []byte, l view.Layout) (*view.Reque
 // opens with the agent's summary instruction).
 func (c *Codec) finish(r *view.Request, sc *scan) {
 	r.Private = sc
-	role := func(i int) string { return span(r.Raw(i), sc.message(i)[fieldRole]).Str }
+	role := func(i int) string { return str(r.Raw(i), sc.message(i)[fieldRole]) }
 	h := 0
 	for h < len(r.Items) && (role(h) == view.RoleSystem || role(h) == view.RoleDeveloper) {
 		h++

@@ -3,6 +3,7 @@ package messages
 import (
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -43,7 +44,7 @@ func (c *Codec) countMessage(enc, raw string) int {
 	if !g.IsObject() {
 		return messageOverhead + c.counter.Text(enc, raw)
 	}
-	return messageOverhead + c.content(enc, g.Get("content"))
+	return messageOverhead + c.content(enc, field.Of(g, "content"))
 }
 
 // content counts a string or an array of blocks.
@@ -66,31 +67,31 @@ func (c *Codec) content(enc string, v gjson.Result) int {
 
 // block counts one content block.
 func (c *Codec) block(enc string, b gjson.Result) int {
-	switch b.Get("type").Str {
+	switch field.Of(b, "type").Str {
 	case "text":
-		return c.counter.Text(enc, b.Get("text").String())
+		return c.counter.Text(enc, field.Of(b, "text").String())
 	case "thinking":
-		return c.counter.Text(enc, b.Get("thinking").String())
+		return c.counter.Text(enc, field.Of(b, "thinking").String())
 	case "redacted_thinking":
-		return opaqueTokens(b.Get("data").Str)
+		return opaqueTokens(field.Of(b, "data").Str)
 	case "compaction":
 		// Its summary by its text; a signature as nothing.
-		return c.counter.Text(enc, b.Get("content").String())
+		return c.counter.Text(enc, field.Of(b, "content").String())
 	case "tool_use", "server_tool_use", "mcp_tool_use":
-		return c.counter.Text(enc, b.Get("name").String()) + c.counter.Text(enc, b.Get("input").Raw)
+		return c.counter.Text(enc, field.Of(b, "name").String()) + c.counter.Text(enc, field.Of(b, "input").Raw)
 	case "tool_result", "mcp_tool_result":
-		return c.content(enc, b.Get("content"))
+		return c.content(enc, field.Of(b, "content"))
 	case "image":
 		return imageTokens
 	case "document":
-		src := b.Get("source")
-		switch src.Get("type").Str {
+		src := field.Of(b, "source")
+		switch field.Of(src, "type").Str {
 		case "text":
-			return c.counter.Text(enc, src.Get("data").String())
+			return c.counter.Text(enc, field.Of(src, "data").String())
 		case "content":
-			return c.content(enc, src.Get("content"))
+			return c.content(enc, field.Of(src, "content"))
 		case "base64":
-			return opaqueTokens(src.Get("data").Str)
+			return opaqueTokens(field.Of(src, "data").Str)
 		}
 		return c.counter.Text(enc, src.Raw)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -128,7 +129,7 @@ func strValue(raw string, sp [2]int) string {
 	if sp[1] == 0 {
 		return ""
 	}
-	return gjson.Parse(raw[sp[0]:sp[1]]).Str
+	return field.Str(raw[sp[0]:sp[1]])
 }
 
 // Note implements view.Codec: a user message with one text block.

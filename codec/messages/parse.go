@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -277,7 +278,7 @@ func digestible(raw string) bool {
 	case '[':
 		ok := true
 		gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
-			ok = p.Get("type").Str == "text" && !p.Get("cache_control").Exists()
+			ok = field.Of(p, "type").Str == "text" && !field.Of(p, "cache_control").Exists()
 			return ok
 		})
 		return ok
@@ -290,22 +291,22 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 	it := r.Items[i]
 	g := gjson.Parse(r.Raw(i))
 	t := view.Text{Role: it.Role, Calls: it.Calls}
-	content := g.Get("content")
+	content := field.Of(g, "content")
 	if content.Type == gjson.String {
 		t.Text = content.Str
 		return t
 	}
 	var parts []string
 	content.ForEach(func(_, b gjson.Result) bool {
-		switch typ := b.Get("type").Str; typ {
+		switch typ := field.Of(b, "type").Str; typ {
 		case "text":
-			parts = append(parts, b.Get("text").String())
+			parts = append(parts, field.Of(b, "text").String())
 		case "tool_result":
-			t.Results = append(t.Results, view.Result{CallID: b.Get("tool_use_id").Str, Text: resultText(b.Get("content"))})
+			t.Results = append(t.Results, view.Result{CallID: field.Of(b, "tool_use_id").Str, Text: resultText(field.Of(b, "content"))})
 		case "tool_use", "thinking", "redacted_thinking":
 			// Calls are in t.Calls; thinking is the model's own scratch.
 		case "server_tool_use", "mcp_tool_use":
-			parts = append(parts, "["+typ+" "+b.Get("name").String()+" "+b.Get("input").Raw+"]")
+			parts = append(parts, "["+typ+" "+field.Of(b, "name").String()+" "+field.Of(b, "input").Raw+"]")
 		default:
 			parts = append(parts, "["+typ+"]")
 		}
@@ -323,10 +324,10 @@ func resultText(v gjson.Result) string {
 	}
 	var parts []string
 	v.ForEach(func(_, p gjson.Result) bool {
-		if p.Get("type").Str == "text" {
-			parts = append(parts, p.Get("text").String())
+		if field.Of(p, "type").Str == "text" {
+			parts = append(parts, field.Of(p, "text").String())
 		} else {
-			parts = append(parts, "["+p.Get("type").Str+"]")
+			parts = append(parts, "["+field.Of(p, "type").Str+"]")
 		}
 		return true
 	})

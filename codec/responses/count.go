@@ -3,6 +3,7 @@ package responses
 import (
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -51,7 +52,7 @@ func (c *Codec) countItem(enc, raw string) int {
 		return itemOverhead + c.counter.Text(enc, raw)
 	}
 	n := itemOverhead
-	g.ForEach(func(k, v gjson.Result) bool {
+	field.Each(g, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "type", "id", "call_id", "status", "role", "approval_request_id", "created_by":
 			// Identifiers and markers: within the item overhead.
@@ -100,13 +101,13 @@ func (c *Codec) parts(enc string, v gjson.Result) int {
 
 // part counts one content part.
 func (c *Codec) part(enc string, p gjson.Result) int {
-	switch p.Get("type").Str {
+	switch field.Of(p, "type").Str {
 	case "input_text", "output_text", "text", "summary_text", "reasoning_text":
-		return c.counter.Text(enc, p.Get("text").String())
+		return c.counter.Text(enc, field.Of(p, "text").String())
 	case "refusal":
-		return c.counter.Text(enc, p.Get("refusal").String())
+		return c.counter.Text(enc, field.Of(p, "refusal").String())
 	case "input_image", "image", "computer_screenshot":
-		if p.Get("detail").Str == "low" {
+		if field.Of(p, "detail").Str == "low" {
 			return imageLow
 		}
 		return imageHigh
@@ -115,7 +116,7 @@ func (c *Codec) part(enc string, p gjson.Result) int {
 		// images); 4 bytes of base64 a token keeps it conservative
 		// without decoding. A file referenced by id or URL is not in the
 		// body and cannot be counted here.
-		return len(p.Get("file_data").Str)/4 + c.counter.Text(enc, p.Get("filename").Str)
+		return len(field.Of(p, "file_data").Str)/4 + c.counter.Text(enc, field.Of(p, "filename").Str)
 	}
 	return c.counter.Text(enc, p.Raw)
 }

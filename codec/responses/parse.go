@@ -6,6 +6,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -229,7 +230,7 @@ func digestible(raw string) bool {
 	case '[':
 		ok := true
 		gjson.Parse(raw).ForEach(func(_, p gjson.Result) bool {
-			switch p.Get("type").Str {
+			switch field.Of(p, "type").Str {
 			case "input_text", "output_text", "text":
 			default:
 				ok = false
@@ -241,19 +242,35 @@ func digestible(raw string) bool {
 	return false
 }
 
+// textKeys are the item fields Text reads, in one pass (the first
+// occurrence of a repeated key, as gjson reads it).
+var textKeys = [...]string{"type", "output", "summary", "action", "content"}
+
+const (
+	tType = iota
+	tOutput
+	tSummary
+	tAction
+	tContent
+)
+
 // Text implements view.Codec.
 func (c *Codec) Text(r *view.Request, i int) view.Text {
-	it := r.Items[i]
-	g := gjson.Parse(r.Raw(i))
+	it := &r.Items[i]
+	var (
+		spans [len(textKeys)][2]int
+		f     [len(textKeys)]gjson.Result
+	)
+	field.GetAll(r.Raw(i), textKeys[:], spans[:], f[:])
 	t := view.Text{Role: it.Role, Calls: it.Calls}
-	typ := g.Get("type").Str
+	typ := f[tType].Str
 	switch {
 	case len(it.Answers) > 0:
-		t.Results = []view.Result{{CallID: it.Answers[0], Text: partsText(g.Get("output"))}}
+		t.Results = []view.Result{{CallID: it.Answers[0], Text: partsText(f[tOutput])}}
 	case typ == "reasoning":
 		var s []string
-		g.Get("summary").ForEach(func(_, p gjson.Result) bool {
-			if x := p.Get("text").String(); x != "" {
+		f[tSummary].ForEach(func(_, p gjson.Result) bool {
+			if x := field.Of(p, "text").String(); x != "" {
 				s = append(s, x)
 			}
 			return true
@@ -263,7 +280,7 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 		// The call says it all.
 	case serverToolTypes[typ]:
 		what := typ
-		if a := g.Get("action"); a.Exists() {
+		if a := f[tAction]; a.Exists() {
 			for _, k := range []string{"query", "url", "pattern"} {
 				if v := a.Get(k).String(); v != "" {
 					what += " " + k + "=" + v
@@ -276,7 +293,7 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 	case typ == AdditionalTools:
 		t.Text = "[additional_tools]"
 	default:
-		t.Text = partsText(g.Get("content"))
+		t.Text = partsText(f[tContent])
 	}
 	return t
 }
@@ -286,17 +303,17 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 func partsText(v gjson.Result) string {
 	if !v.IsArray() {
 		if v.IsObject() {
-			return "[" + v.Get("type").String() + "]"
+			return "[" + field.Of(v, "type").String() + "]"
 		}
 		return v.String()
 	}
 	var parts []string
 	v.ForEach(func(_, p gjson.Result) bool {
-		switch typ := p.Get("type").Str; {
-		case p.Get("text").Exists():
-			parts = append(parts, p.Get("text").String())
+		switch typ := field.Of(p, "type").Str; {
+		case field.Of(p, "text").Exists():
+			parts = append(parts, field.Of(p, "text").String())
 		case typ == "refusal":
-			parts = append(parts, p.Get("refusal").String())
+			parts = append(parts, field.Of(p, "refusal").String())
 		case typ != "":
 			parts = append(parts, "["+typ+"]")
 		}
