@@ -19,8 +19,8 @@ import (
 // last point; a cut over the target jumps as the plan's stride takes it
 // (limit − stride, or the target when that is higher); full mode's fold
 // to the first point of its grid after which the request fits the target;
-// auto's one fold switches to the digests and the cut, as when it would
-// move. The warm requests that follow keep its prefix: each new position
+// auto's one fold, over the target, switches to the digests and the cut,
+// as when it would move. The warm requests that follow keep its prefix: each new position
 // is a floor they never move back from (the cut's is the cut itself).
 // A cold turn starts no kind of edit the conversation's warm plan would
 // not: one that only digests keeps to its digests while they fit the
@@ -134,4 +134,14 @@ func (e *Engine) coldFloor(ctx context.Context, rq *job, part string) int {
 		}
 	}
 	return 0
+}
+
+// overTarget reports whether out, a body rq's condensing made, is over
+// the target.
+func (e *Engine) overTarget(rq *job, out []byte, b budgets) bool {
+	if out == nil {
+		return false
+	}
+	vr, err := e.countOut(rq, out)
+	return err == nil && vr.Total > b.target
 }

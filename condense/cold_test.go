@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,6 +208,55 @@ func TestColdTurnStartsNoCut(t *testing.T) {
 		if r := got[k].Report; r.Cold || cutOrFolded(r) || !messagesPrefix(got[k-1].Body, got[k].Body) {
 			t.Fatalf("warm request %d after the cold one: cold %v, cut or folded %v, prefix kept %v (%q)",
 				k, r.Cold, cutOrFolded(r), messagesPrefix(got[k-1].Body, got[k].Body), r.Reason)
+		}
+	}
+}
+
+// TestColdTurnAutoFold: auto's one fold of a conversation, on a cold
+// turn, stays while the folded request is within the target (the bytes
+// of an engine that never saw a gap); over it, the conversation takes the
+// digests and the cut from there, down to the target, as when its fold
+// would move, and the warm requests after it keep that prefix.
+func TestColdTurnAutoFold(t *testing.T) {
+	req, turns := coldSession(t)
+	engine := func(now func() time.Time) *Engine {
+		return New(Deps{Counter: counter, Models: coldModels(), Cache: cache.NewMemory(256 << 20), Summarizer: &countingSummarizer{}, Now: now},
+			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, AutoLLMShare: 0.5})
+	}
+	target := coldWindow / 2
+	clock := time.Unix(1_700_000_000, 0)
+	now := func() time.Time { return clock }
+	ref := engine(now)
+	warm := coldRun(t, "s", ModeAuto, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
+	under, over := -1, -1
+	for k, r := range warm {
+		if !strings.Contains(r.Report.Reason, autoFoldsReason) || k+4 >= len(warm) {
+			continue
+		}
+		if r.Report.TokensAfter <= target && under < 0 {
+			under = k
+		}
+		if r.Report.TokensAfter > target && over < 0 {
+			over = k
+		}
+	}
+	if under < 0 || over < 0 {
+		t.Fatalf("auto's fold forwards no request within the target (%d) or none over it (%d): the premise does not hold", under, over)
+	}
+	clock = time.Unix(1_700_000_000, 0)
+	e := engine(now)
+	got := coldRun(t, "s", ModeAuto, req, over+4, map[int]time.Duration{under: coldTTL, over: coldTTL}, func(int) *Engine { return e }, &clock, nil)
+	if r := got[under].Report; !r.Cold || !bytes.Equal(got[under].Body, warm[under].Body) {
+		t.Fatalf("request %d, folded within the target after a gap: cold %v, forwarded other bytes than without the gap (%q)", under, r.Cold, r.Reason)
+	}
+	c := got[over].Report
+	if !c.Cold || !strings.Contains(c.Reason, autoSwitchReason) || c.TokensAfter > target {
+		t.Fatalf("request %d, folded over the target after a gap: cold %v, %d tokens forwarded (target %d, without the gap %d); %q",
+			over, c.Cold, c.TokensAfter, target, warm[over].Report.TokensAfter, c.Reason)
+	}
+	for k := over + 1; k < len(got); k++ {
+		if r := got[k].Report; r.Cold || !messagesPrefix(got[k-1].Body, got[k].Body) {
+			t.Fatalf("warm request %d after the cold one: cold %v, prefix kept %v (%q)", k, r.Cold, messagesPrefix(got[k-1].Body, got[k].Body), r.Reason)
 		}
 	}
 }

@@ -365,17 +365,21 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	if mode == ModeAuto {
 		_, sticky = e.getCache(ctx, stickyKey)
 		if !sticky {
-			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds && rq.cold {
-				// A cold turn: the conversation takes the digests and
-				// the cut from here, as when its fold would move — on
-				// a bust that costs nothing now.
-				r.Reason += autoSwitchReason
-				if rq.keeps() {
-					e.setCache(ctx, stickyKey, []byte("full"))
-				}
-				sticky = true
-			} else if ok && v == autoFolds {
+			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
+				saved, changes, degraded := *r, rq.changes, rq.degraded
 				out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+				if !switched && rq.cold && err == nil && e.overTarget(rq, out, b) {
+					// A cold turn over the target: the fold's next move
+					// now, on a bust that costs nothing — the
+					// conversation takes the digests and the cut from
+					// here, as when its fold would move (cold.go).
+					*r, rq.changes, rq.degraded = saved, changes, degraded
+					r.Reason += autoSwitchReason
+					if rq.keeps() {
+						e.setCache(ctx, stickyKey, []byte("full"))
+					}
+					switched = true
+				}
 				if !switched {
 					return out, err
 				}
@@ -395,17 +399,7 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		// The digests would not pay for their bust before the window
 		// (auto: the cut) has to come: it comes now, on the same bust
 		// (plan.go) — in auto, unless the fold is cheaper still.
-		choose := fits && !sticky && out != nil && rq.over && !rq.cold // the digests fit: auto's and this choice are open
-		if fits && !sticky && out != nil && rq.cold {
-			// A cold turn whose digests fit: the conversation keeps to
-			// them, as far as they go — a cold turn starts no cut nor
-			// fold (cold.go) — and the choices are frozen for them (a
-			// fold or the cut would re-write them on a warm turn).
-			e.decide(ctx, rq, decisionWindowFirst, func() int { return windowLater })
-			if mode == ModeAuto {
-				e.decide(ctx, rq, decisionAuto, func() int { return autoDigests })
-			}
-		}
+		choose := fits && !sticky && out != nil && rq.over // the digests fit: auto's and this choice are open
 		windowNow := choose && e.windowNowOf(ctx, rq, b, out, !condensed)
 		if mode == ModeAuto && choose && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
 			// Folds are cheaper for this conversation (plan.go): the

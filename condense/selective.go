@@ -64,9 +64,8 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if err != nil {
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
-	limit := b.limit
 	if res.Digested+res.Cleared == 0 {
-		return nil, rq.in.Total <= limit, nil
+		return nil, rq.in.Total <= b.limit, nil
 	}
 	rq.addDigestChanges(res.Made)
 	e.rememberDigests(ctx, rq, res.Made)
@@ -74,6 +73,7 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if err != nil {
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
 	}
+	limit := b.limit
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", res.Digested)
 	if res.Cleared > 0 {
 		r.Reason += fmt.Sprintf(", %d tool inputs shortened", res.Cleared)
