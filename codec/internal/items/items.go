@@ -71,11 +71,12 @@ func ScanFields(c *tokenizer.Counter, body []byte, key, kind string, emptyOK boo
 		r.Items[i].Tokens = n
 		r.CacheHits++
 	})
+	batch := c.Batch(enc, kind, len(r.Items)-r.CacheHits)
 	for i := range r.Items {
 		it := &r.Items[i]
 		if it.Tokens < 0 {
 			raw := r.Raw(i)
-			n, hit := c.CachedHash(enc, kind, it.Hash, func() int { return count(enc, raw, f.Element(i)) })
+			n, hit := batch.Count(it.Hash, func() int { return count(enc, raw, f.Element(i)) })
 			it.Tokens = n
 			if hit {
 				r.CacheHits++
