@@ -2,6 +2,7 @@ package condense
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/condense-proxy/condense-proxy/selective"
@@ -63,35 +64,72 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 		return in, nil
 	}
 	r.Reason = what + " over the context window"
-	if err := e.parse(rq); err != nil {
-		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		addDegraded(r, what+" over the context window; forwarded unchanged")
-		observe(mode, "invalid", 0)
+	c, err := e.compact(ctx, rq, r)
+	var kept *keptError
+	if errors.As(err, &kept) {
+		r.Reason += "; " + kept.why + "; forwarded unchanged"
+		if kept.nothing {
+			addDegraded(r, what+" over the context window and nothing to digest or cut; forwarded unchanged")
+		} else {
+			addDegraded(r, what+" over the context window; forwarded unchanged")
+		}
+		observe(mode, kept.outcome, 0)
 		return in, nil
 	}
-	r.Received = shapes(in)
+	if err != nil {
+		return in, err
+	}
+	reportCompaction(rq, r, what, c)
+	res.Body, res.Headers = c.body, c.headers
+	observe(mode, "condensed", r.TokensBefore-r.TokensAfter)
+	return c.after, nil
+}
+
+// keptError says why an agent compaction request over the window is
+// forwarded as received: why ends the report's Reason, outcome is
+// observed; nothing: there was no tool output to digest and no step to
+// cut.
+type keptError struct {
+	why, outcome string
+	nothing      bool
+}
+
+func (k *keptError) Error() string { return k.why }
+
+// compacted is an agent compaction request digested, and cut when
+// digests alone left it over the window.
+type compacted struct {
+	body     []byte
+	headers  []view.Header
+	after    *view.Request // body, scanned
+	tokens   int           // after's, the safety factor applied
+	digested int           // tool outputs digested
+	cut      bool          // the oldest steps were cut
+}
+
+// compact digests the tool outputs of an agent compaction request over
+// the window, oldest first; when digests alone do not bring it within the
+// window, the oldest steps are cut, with an extractive stand-in of what
+// they held (the task, decisions, error lines, paths, recall ids) —
+// never a request the upstream must refuse. A *keptError says why the
+// request goes as received instead; any other error is the context's.
+func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, error) {
+	if err := e.parse(rq); err != nil {
+		return compacted{}, &keptError{why: err.Error(), outcome: "invalid"}
+	}
+	r.Received = shapes(rq.in)
 	out, n, err := e.digestAll(ctx, rq, e.budgets(rq).window)
 	if err != nil {
 		if ctx.Err() != nil {
-			return in, ctx.Err()
+			return compacted{}, ctx.Err()
 		}
-		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		addDegraded(r, what+" over the context window; forwarded unchanged")
-		observe(mode, "failed", 0)
-		return in, nil
+		return compacted{}, &keptError{why: err.Error(), outcome: "failed"}
 	}
-	// Digests alone may not bring it within the window: the oldest steps
-	// are then cut, with an extractive stand-in of what they held (the
-	// task, decisions, error lines, paths, recall ids) — never a request
-	// the upstream must refuse.
 	afterTokens := r.TokensBefore
 	if out != nil {
 		after, err := e.countOut(rq, out)
 		if err != nil {
-			r.Reason += "; digested body did not re-count; forwarded unchanged"
-			addDegraded(r, what+" over the context window; forwarded unchanged")
-			observe(mode, "failed", 0)
-			return in, nil
+			return compacted{}, &keptError{why: "digested body did not re-count", outcome: "failed"}
 		}
 		afterTokens = scale(after.Total, rq.limits.SafetyFactor)
 	}
@@ -99,65 +137,61 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 	if afterTokens > r.Window {
 		c, err := e.compactionCut(ctx, rq, out, r)
 		if err != nil && ctx.Err() != nil {
-			return in, ctx.Err()
+			return compacted{}, ctx.Err()
 		}
 		if err == nil && c != nil {
 			out, cut = c, true
 		}
 	}
 	if out == nil {
-		r.Reason += "; no tool output to digest and no step to cut; forwarded unchanged"
-		addDegraded(r, what+" over the context window and nothing to digest or cut; forwarded unchanged")
-		observe(mode, "unchanged", 0)
-		return in, nil
+		return compacted{}, &keptError{why: "no tool output to digest and no step to cut", outcome: "unchanged", nothing: true}
 	}
-	after, err := e.countOut(rq, out)
+	return e.finishCompaction(rq, r, compacted{body: out, digested: n, cut: cut})
+}
+
+// finishCompaction counts c.body, which must be smaller than the request
+// as received, and has the codec finish it (view.Finisher).
+func (e *Engine) finishCompaction(rq *job, r *Report, c compacted) (compacted, error) {
+	after, err := e.countOut(rq, c.body)
 	if err != nil {
-		r.Reason += "; condensed body did not re-count; forwarded unchanged"
-		addDegraded(r, what+" over the context window; forwarded unchanged")
-		observe(mode, "failed", 0)
-		return in, nil
+		return c, &keptError{why: "condensed body did not re-count", outcome: "failed"}
 	}
-	afterTokens = scale(after.Total, rq.limits.SafetyFactor)
-	if afterTokens >= r.TokensBefore {
-		r.Reason += "; digests did not shrink the request; forwarded unchanged"
-		addDegraded(r, what+" over the context window; forwarded unchanged")
-		observe(mode, "unchanged", 0)
-		return in, nil
+	c.after, c.tokens = after, scale(after.Total, rq.limits.SafetyFactor)
+	if c.tokens >= r.TokensBefore {
+		return c, &keptError{why: "digests did not shrink the request", outcome: "unchanged"}
 	}
-	headers := []view.Header(nil)
 	if f, ok := rq.codec.(view.Finisher); ok {
-		body, hs, err := f.Finish(in, out)
+		body, hs, err := f.Finish(rq.in, c.body)
 		if err != nil {
-			r.Reason += "; " + err.Error() + "; forwarded unchanged"
-			addDegraded(r, what+" over the context window; forwarded unchanged")
-			observe(mode, "failed", 0)
-			return in, nil
+			return c, &keptError{why: err.Error(), outcome: "failed"}
 		}
-		out, headers = body, hs
+		c.body, c.headers = body, hs
 	}
-	why := fmt.Sprintf("%s over the context window: %d tool outputs digested, no summaries", what, n)
+	return c, nil
+}
+
+// reportCompaction reports c, the agent compaction request what
+// forwarded condensed.
+func reportCompaction(rq *job, r *Report, what string, c compacted) {
+	why := fmt.Sprintf("%s over the context window: %d tool outputs digested, no summaries", what, c.digested)
 	r.Applied = AppliedSelective
-	if cut {
-		why = fmt.Sprintf("%s over the context window: %d tool outputs digested and the oldest steps cut, an extractive stand-in in their place", what, n)
+	if c.cut {
+		why = fmt.Sprintf("%s over the context window: %d tool outputs digested and the oldest steps cut, an extractive stand-in in their place", what, c.digested)
 		r.Applied = AppliedFull
 	}
-	if afterTokens > r.Window {
+	if c.tokens > r.Window {
 		why += "; still over the window"
 	}
 	addDegraded(r, why)
-	r.Reason += fmt.Sprintf("; %d tool outputs digested", n)
-	if cut {
+	r.Reason += fmt.Sprintf("; %d tool outputs digested", c.digested)
+	if c.cut {
 		r.Reason += "; the oldest steps cut"
 	}
-	r.TokensAfter = afterTokens
+	r.TokensAfter = c.tokens
 	r.Changes = rq.changes
-	if after.Parsed || rq.codec.Parse(after) == nil {
-		r.Forwarded = shapes(after)
+	if c.after.Parsed || rq.codec.Parse(c.after) == nil {
+		r.Forwarded = shapes(c.after)
 	}
-	res.Body, res.Headers = out, headers
-	observe(mode, "condensed", r.TokensBefore-r.TokensAfter)
-	return after, nil
 }
 
 // compactionCut cuts the oldest steps of an agent compaction request
@@ -186,21 +220,16 @@ func (e *Engine) digestAll(ctx context.Context, rq *job, limit int) ([]byte, int
 			pick = append(pick, i)
 		}
 	}
-	res, err := e.digest(ctx, rq, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: rq.in.Total - limit, Pick: pick,
-		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
-		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
-	})
+	sr := e.digestRequest(ctx, rq, msgs)
+	sr.Need, sr.Pick = rq.in.Total-limit, pick
+	res, err := e.digest(ctx, rq, sr)
 	if err != nil {
 		return nil, 0, fmt.Errorf("digesting tool outputs: %w", err)
 	}
 	if res.Digested == 0 {
 		return nil, 0, nil
 	}
-	for _, d := range res.Made {
-		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	rq.addDigestChanges(res.Made)
 	return res.Body, res.Digested, nil
 }
 

@@ -24,42 +24,11 @@ import (
 // bounds), or returns nil when there is nothing to summarize.
 func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, firstStep, keep int) ([]byte, string, error) {
 	c := rq.conv
-	grid := rq.gridTokens()
-	var chunks []chunk
-	start, acc := firstStep, 0
-	for i := firstStep; i < keep; i++ {
-		acc += grid[i]
-		if acc >= b.chunk {
-			chunks = append(chunks, chunk{start, i + 1})
-			start, acc = i+1, 0
-		}
-	}
-	if start < keep {
-		chunks = append(chunks, chunk{start, keep})
-	}
+	chunks := cutChunks(rq.gridTokens(), firstStep, keep, b.chunk)
 	if len(chunks) == 0 {
 		return nil, "", nil
 	}
-	if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" && !rq.req.CountOnly {
-		// The LLM's allowance: auto_llm_share of the conversation's
-		// uncondensed bill so far, less what it spent already.
-		var billed, spent float64
-		if p, ok := e.prefixOf(ctx, rq.req.Scope+"\x00"+r.Conversation); ok {
-			billed, spent = p.billed, p.spent
-		}
-		allowance := e.opts.AutoLLMShare*billed - spent
-		perToken := 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(b.chunk)
-		cost := 0.0
-		for _, ch := range chunks {
-			cost += perToken * float64(c.stepTokens(ch.a, ch.b))
-		}
-		if cost > allowance {
-			rq.extractiveSummaries = true
-			// A choice, not a fallback: extractive stand-ins are
-			// what auto forwards past its allowance (not Degraded).
-			r.Reason += fmt.Sprintf("; extractive summaries: LLM ones would cost about %.0f input tokens' worth, over auto's allowance of %.0f (condense.auto_llm_share)", cost, max(allowance, 0))
-		}
-	}
+	e.cutAllowance(ctx, rq, b, r, chunks)
 	rq.summaryTokens = e.perCutSummaryTokens(b)
 	defer func() { rq.summaryTokens = 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)
@@ -70,13 +39,8 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		return nil, "", err
 	}
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
-	summary := renderSummary(items, rest-from)
-	text := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
-	note := rq.codec.Note(text)
-	for _, it := range items {
-		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
-			TokensBefore: rq.received().tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
-	}
+	note, text := e.summaryNote(ctx, rq, items, rest-from, rest)
+	rq.addSummaryChanges(items, rq.received())
 	// Every summary of the request (a fold's before the cut's, when the
 	// cut follows one).
 	levels := map[int]int{}
@@ -85,13 +49,52 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 			levels[ch.Level]++
 		}
 	}
-	r.Summaries = formatLevels(levels)
-	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
-	if len(rq.degraded) > 0 {
-		addDegraded(r, rq.degraded[0])
-	}
+	rq.reportSummaries(r, levels)
 	rq.cutSummarized = true
 	return note, text, nil
+}
+
+// cutChunks cuts steps [firstStep, keep) into chunks of about chunkTokens
+// on grid (the received request's step tokens), the last one open.
+func cutChunks(grid []int, firstStep, keep, chunkTokens int) []chunk {
+	var chunks []chunk
+	start, acc := firstStep, 0
+	for i := firstStep; i < keep; i++ {
+		acc += grid[i]
+		if acc >= chunkTokens {
+			chunks = append(chunks, chunk{start, i + 1})
+			start, acc = i+1, 0
+		}
+	}
+	if start < keep {
+		chunks = append(chunks, chunk{start, keep})
+	}
+	return chunks
+}
+
+// cutAllowance makes the job's summaries of chunks extractive when LLM
+// ones would cost more than auto's allowance: auto_llm_share of the
+// conversation's uncondensed bill so far, less what it spent already.
+func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report, chunks []chunk) {
+	if rq.extractiveSummaries || e.summaryModel(rq) == "extractive" || rq.req.CountOnly {
+		return
+	}
+	var billed, spent float64
+	if p, ok := e.prefixOf(ctx, rq.req.Scope+"\x00"+r.Conversation); ok {
+		billed, spent = p.billed, p.spent
+	}
+	allowance := e.opts.AutoLLMShare*billed - spent
+	perToken := 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(b.chunk)
+	cost := 0.0
+	for _, ch := range chunks {
+		cost += perToken * float64(rq.conv.stepTokens(ch.a, ch.b))
+	}
+	if cost > allowance {
+		rq.extractiveSummaries = true
+		// A choice, not a fallback: extractive stand-ins are what auto
+		// forwards past its allowance (not Degraded).
+		r.Reason += fmt.Sprintf("; extractive summaries: LLM ones would cost about %.0f input tokens' worth, over auto's allowance of %.0f (condense.auto_llm_share)", cost, max(allowance, 0))
+	}
 }
 
 // perCutSummaryTokens bounds one of auto's summaries.

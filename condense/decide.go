@@ -168,6 +168,10 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	default:
 		r.Reason = "forced"
 	}
+	if over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
+		rq.cold = true
+		r.Reason += coldReason
+	}
 	if err := e.parse(rq); err != nil {
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
 		r.AsReceived = true
@@ -182,7 +186,8 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	if mode == ModeAuto && !e.opts.SelectiveEnabled {
 		mode = ModeFull
 	}
-	if e.opts.Defer && over && !tooMany && !req.Force {
+	if e.opts.Defer && over && !tooMany && !req.Force && !rq.cold {
+		// (A cold turn is not deferred: condensing it busts nothing.)
 		if why, ok := e.deferral(ctx, rq, mode); ok {
 			r.Deferred = why
 			r.Reason += "; deferred: " + why
@@ -260,6 +265,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		// condensation: once condensed, it stays condensed.
 		e.decide(ctx, rq, decisionCondensed, func() int { return 1 })
 	}
+	r.Cold = rq.cold
 	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
 	return res, fwd, in, nil
 }
@@ -359,7 +365,16 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	if mode == ModeAuto {
 		_, sticky = e.getCache(ctx, stickyKey)
 		if !sticky {
-			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
+			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds && rq.cold {
+				// A cold turn: the conversation takes the digests and
+				// the cut from here, as when its fold would move — on
+				// a bust that costs nothing now.
+				r.Reason += autoSwitchReason
+				if rq.keeps() {
+					e.setCache(ctx, stickyKey, []byte("full"))
+				}
+				sticky = true
+			} else if ok && v == autoFolds {
 				out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
 				if !switched {
 					return out, err
@@ -380,7 +395,17 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		// The digests would not pay for their bust before the window
 		// (auto: the cut) has to come: it comes now, on the same bust
 		// (plan.go) — in auto, unless the fold is cheaper still.
-		choose := fits && !sticky && out != nil && rq.over // the digests fit: auto's and this choice are open
+		choose := fits && !sticky && out != nil && rq.over && !rq.cold // the digests fit: auto's and this choice are open
+		if fits && !sticky && out != nil && rq.cold {
+			// A cold turn whose digests fit: the conversation keeps to
+			// them, as far as they go — a cold turn starts no cut nor
+			// fold (cold.go) — and the choices are frozen for them (a
+			// fold or the cut would re-write them on a warm turn).
+			e.decide(ctx, rq, decisionWindowFirst, func() int { return windowLater })
+			if mode == ModeAuto {
+				e.decide(ctx, rq, decisionAuto, func() int { return autoDigests })
+			}
+		}
 		windowNow := choose && e.windowNowOf(ctx, rq, b, out, !condensed)
 		if mode == ModeAuto && choose && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
 			// Folds are cheaper for this conversation (plan.go): the

@@ -42,6 +42,7 @@
 package condense
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -193,6 +194,10 @@ type Options struct {
 	// expected to follow; at the hard limit (the window less the room the
 	// answer needs) condensing is forced. Default false.
 	Defer bool
+	// NoColdTurns turns cold turns off (cold.go): a request after an
+	// idle gap past the model's cache lifetime is condensed as any
+	// other. Default false: they are on.
+	NoColdTurns bool
 	// SelectiveEager digests old tool outputs from the first request on,
 	// in selective and auto modes, below the threshold too. Default false.
 	SelectiveEager bool
@@ -223,57 +228,35 @@ type Options struct {
 	HoldoutShare float64
 }
 
+// defaults sets every option left at its zero value (or below it) to its
+// default.
 func (o *Options) defaults() {
-	if o.Target <= 0 {
-		o.Target = 0.5
-	}
-	if o.KeepRecentTurns <= 0 {
-		o.KeepRecentTurns = 3
-	}
-	if o.ChunkTokens <= 0 {
-		o.ChunkTokens = 12000
-	}
-	if o.SummaryBudgetTokens <= 0 {
-		o.SummaryBudgetTokens = 8000
-	}
-	if o.Summarizer == "" {
-		o.Summarizer = "llm"
-	}
-	if o.SummaryTimeout <= 0 {
-		o.SummaryTimeout = 60 * time.Second
-	}
-	if o.MaxWait <= 0 {
-		o.MaxWait = 30 * time.Second
-	}
-	if o.SummaryMaxTokens <= 0 {
-		o.SummaryMaxTokens = 2000
-	}
-	if o.Prompt == "" {
-		o.Prompt = DefaultPrompt
-	}
-	if o.OriginalsTTL <= 0 {
-		o.OriginalsTTL = 24 * time.Hour
-	}
-	if o.NegativeTTL <= 0 {
-		o.NegativeTTL = 30 * time.Second
-	}
-	if o.PrepareConcurrency <= 0 {
-		o.PrepareConcurrency = 2
-	}
-	if o.SummarizerConcurrency <= 0 {
-		o.SummarizerConcurrency = 8
-	}
-	if o.MaxSummarizerCalls <= 0 {
-		o.MaxSummarizerCalls = 16
-	}
-	if o.DigestInputBytes <= 0 {
-		o.DigestInputBytes = 24000
-	}
-	if o.DigestMaxTokens <= 0 {
-		o.DigestMaxTokens = 600
-	}
+	setDefault(&o.Target, 0.5)
+	setDefault(&o.KeepRecentTurns, 3)
+	setDefault(&o.ChunkTokens, 12000)
+	setDefault(&o.SummaryBudgetTokens, 8000)
+	setDefault(&o.Summarizer, "llm")
+	setDefault(&o.SummaryTimeout, 60*time.Second)
+	setDefault(&o.MaxWait, 30*time.Second)
+	setDefault(&o.SummaryMaxTokens, 2000)
+	setDefault(&o.Prompt, DefaultPrompt)
+	setDefault(&o.OriginalsTTL, 24*time.Hour)
+	setDefault(&o.NegativeTTL, 30*time.Second)
+	setDefault(&o.PrepareConcurrency, 2)
+	setDefault(&o.SummarizerConcurrency, 8)
+	setDefault(&o.MaxSummarizerCalls, 16)
+	setDefault(&o.DigestInputBytes, 24000)
+	setDefault(&o.DigestMaxTokens, 600)
 	if o.AutoLLMShare == 0 {
 		o.AutoLLMShare = 0.02
+	}
+}
+
+// setDefault sets *v to def when it is at or below its zero value.
+func setDefault[T cmp.Ordered](v *T, def T) {
+	var zero T
+	if *v <= zero {
+		*v = def
 	}
 }
 
@@ -374,6 +357,11 @@ type Report struct {
 	// Family is the model's registry entry (its match glob; "" when
 	// unknown): a bounded label for metrics.
 	Family string
+
+	// Cold: the request came over the threshold after its conversation
+	// was idle longer than the model's cache lifetime (its prefix is
+	// written again anyway): it was condensed to the target (cold.go).
+	Cold bool
 
 	// Deferred says why a request over the threshold was forwarded as
 	// received (condense.defer: condensing it now would cost more than it
@@ -573,6 +561,10 @@ type job struct {
 	shrunk bool
 	// over: the request as received is over the threshold.
 	over bool
+	// cold: over the threshold after an idle gap past the model's cache
+	// lifetime (cold.go): the conversation's edits move as far as they
+	// go, the cut and the fold to the target.
+	cold bool
 	// grid holds the received request's step tokens: stride grids are
 	// laid on them, so they stay put when digests change the counts.
 	grid []int
@@ -790,6 +782,24 @@ func digestsOnly(rq *job) ([]byte, error) {
 	derive(top, out, func() (view.Layout, error) { return view.PatchLayout(top.in, e.Patches) })
 	counted(rq, top, top.countedOut, top.out)
 	return out, nil
+}
+
+// digestRequest asks package selective about rq's messages msgs (its tool
+// outputs), within the caller's scope, keeping the originals of the
+// digests it makes (keepOriginal); a counting request makes no new cache
+// entry (CacheOnly).
+func (e *Engine) digestRequest(ctx context.Context, rq *job, msgs []selective.Message) selective.Request {
+	return selective.Request{Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding,
+		Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
+		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) }}
+}
+
+// addDigestChanges records the digests made among the job's changes.
+func (rq *job) addDigestChanges(made []selective.Made) {
+	for _, d := range made {
+		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
+			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
+	}
 }
 
 // digest applies package selective to rq.in (sr.Body is rq.in.Body): the

@@ -27,26 +27,13 @@ var errFoldMoves = errors.New("auto's fold would move")
 // returns nil when there is nothing to fold or the result is still over
 // the target (the caller then uses the sliding window).
 func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
-	fp := e.foldPlanOf(ctx, rq, b, rq.conv)
-	// The break is decided at the conversation's first fold, once and
-	// for good (stored plus one: 1 is none): when its complete chunks
-	// cannot carry that fold a stride, its last chunk closes early, where
-	// the plan wants the fold.
-	brk := e.decide(ctx, rq, decisionFoldBreak, func() int {
-		if p := makePlan(rq.conv, b, fp, len(rq.conv.steps), 0); p.short {
-			return breakAt(rq.conv, b, fp, p) + 1
-		}
-		return 1
-	}) - 1
-	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), brk)
+	p, err := e.foldPlan(ctx, rq, b)
+	if err != nil {
+		return nil, err
+	}
 	if len(p.folded) == 0 {
 		r.Reason += "; no complete chunk to summarize"
 		return nil, nil
-	}
-	p = e.fitCallBudget(ctx, rq, b, p)
-	if rq.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
-		// auto's one fold would move: the caller switches (decide.go).
-		return nil, errFoldMoves
 	}
 	items, err := e.summarizeChunks(ctx, rq, p.folded)
 	if err != nil {
@@ -60,47 +47,21 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	if p.foldEnd < len(c.steps) {
 		rest = c.steps[p.foldEnd].first
 	}
-	summary := renderSummary(items, rest-c.head)
-	summaryText := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
-	summaryMsg := rq.codec.Note(summaryText)
+	summaryMsg, _ := e.summaryNote(ctx, rq, items, rest-c.head, rest)
 	out, err := rebuild(rq, [][]byte{summaryMsg}, rest)
 	if err != nil {
 		return nil, err
 	}
-	levels := map[int]int{}
-	for _, it := range items {
-		levels[it.level]++
-		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
-			TokensBefore: c.tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
-	}
+	levels := rq.addSummaryChanges(items, c)
 	rc, err := e.countOut(rq, out)
 	if err != nil {
 		return nil, fmt.Errorf("counting condensed request: %w", err)
 	}
-	r.Summaries = formatLevels(levels)
-	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
-	if len(rq.degraded) > 0 {
-		// The first reason: what a fold summarized later repeats it.
-		addDegraded(r, rq.degraded[0])
-	}
-	// Forwarded as it is, the request is where the next summaries may be
-	// asked in place: the items from rest on follow the summary verbatim.
-	base := func() *inPlace { return e.inPlaceOf(ctx, rq, rc, rest, c.head+1-rest) }
-	if rc.Total > b.limit {
-		base = func() *inPlace { return nil }
-		// The recent steps alone are over budget: keep the summary and
-		// window the verbatim steps after it.
-		out, err = e.window(ctx, rq, b, r, [][]byte{summaryMsg}, p.foldEnd)
-		if err != nil || out == nil {
-			r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", rc.Total, b.target)
+	rq.reportSummaries(r, levels)
+	windowed := rc.Total > b.limit
+	if windowed {
+		if out, err = e.windowAfterFold(ctx, rq, b, r, summaryMsg, p.foldEnd, rc.Total); out == nil {
 			return nil, err
-		}
-		if rq.cutSummarized {
-			// Stand-ins of the omitted steps in place of a marker: a
-			// cheaper form, not less than promised.
-			r.Reason += "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place"
-		} else {
-			addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
 		}
 	}
 	r.Applied = AppliedFull
@@ -111,15 +72,80 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		addDegraded(r, rq.noCalls)
 		return out, nil
 	}
-	// The next fold is near (requests grow unevenly: within a chunk, or
-	// a few requests' growth): its summaries are written in the
-	// background, so the request that folds finds them ready.
-	// (Not for auto's one fold: its next move is no fold, and auto
-	// never calls the summarizer for a summary it does not forward.)
-	if !rq.foldOnce && float64(rc.Total) > float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
-		e.prepare(rq, base())
+	e.prepareNextFold(ctx, rq, b, p, rc, rest, windowed)
+	return out, nil
+}
+
+// foldPlan chooses the chunks full folds (none when no chunk is
+// complete), within what the request may pay the summarizer for
+// (fitCallBudget); errFoldMoves when auto's one fold would move (the
+// caller then switches: decide.go). The break is decided at the
+// conversation's first fold, once and for good (stored plus one: 1 is
+// none): when its complete chunks cannot carry that fold a stride, its
+// last chunk closes early, where the plan wants the fold.
+func (e *Engine) foldPlan(ctx context.Context, rq *job, b budgets) (plan, error) {
+	fp := e.foldPlanOf(ctx, rq, b, rq.conv)
+	brk := e.decide(ctx, rq, decisionFoldBreak, func() int {
+		if p := makePlan(rq.conv, b, fp, len(rq.conv.steps), 0, foldAt{}); p.short {
+			return breakAt(rq.conv, b, fp, p) + 1
+		}
+		return 1
+	}) - 1
+	// A cold turn folds down to the target; the warm turns after it
+	// never fold less than it did (cold.go).
+	at := foldAt{cold: rq.cold}
+	if !rq.cold {
+		at.floor = e.coldFloor(ctx, rq, coldFold)
+	}
+	p := makePlan(rq.conv, b, fp, len(rq.conv.steps), brk, at)
+	if len(p.folded) == 0 {
+		return p, nil
+	}
+	p = e.fitCallBudget(ctx, rq, b, p)
+	if rq.cold {
+		e.keepColdFloor(ctx, rq, coldFold, p.foldEnd)
+	}
+	if rq.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
+		return p, errFoldMoves
+	}
+	return p, nil
+}
+
+// windowAfterFold windows the verbatim steps from step foldEnd on after
+// summaryMsg, the fold's summary, when the recent steps alone leave the
+// request (tokens) over budget; nil when that fails or is not enough.
+func (e *Engine) windowAfterFold(ctx context.Context, rq *job, b budgets, r *Report, summaryMsg []byte, foldEnd, tokens int) ([]byte, error) {
+	out, err := e.window(ctx, rq, b, r, [][]byte{summaryMsg}, foldEnd)
+	if err != nil || out == nil {
+		r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", tokens, b.target)
+		return nil, err
+	}
+	if rq.cutSummarized {
+		// Stand-ins of the omitted steps in place of a marker: a
+		// cheaper form, not less than promised.
+		r.Reason += "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place"
+	} else {
+		addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
 	}
 	return out, nil
+}
+
+// prepareNextFold writes the next fold's summaries in the background when
+// it is near (requests grow unevenly: within a chunk, or a few requests'
+// growth), so the request that folds finds them ready — not for auto's
+// one fold: its next move is no fold, and auto never calls the summarizer
+// for a summary it does not forward. Forwarded as it is (not windowed),
+// the request (rc) is where they may be asked in place: the items from
+// rest on follow the summary verbatim.
+func (e *Engine) prepareNextFold(ctx context.Context, rq *job, b budgets, p plan, rc *view.Request, rest int, windowed bool) {
+	if rq.foldOnce || float64(rc.Total) <= float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
+		return
+	}
+	var base *inPlace
+	if !windowed {
+		base = e.inPlaceOf(ctx, rq, rc, rest, rq.conv.head+1-rest)
+	}
+	e.prepare(rq, base)
 }
 
 // fitCallBudget counts, before any call, the summaries the plan needs
@@ -232,6 +258,15 @@ func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
 	return last
 }
 
+// foldAt is where a cold turn asks the fold to reach (cold.go): cold, the
+// first grid point after which the request fits the target, or else every
+// chunk that may fold; floor, when above 0, is the step a cold turn folded
+// up to, which a warm turn's fold reaches at least.
+type foldAt struct {
+	cold  bool
+	floor int
+}
+
 // makePlan chooses how many complete chunks fold into summaries. Fold
 // points lie on a grid over the chunks, stride tokens apart from the start
 // of the conversation, so they never move as the conversation grows: the
@@ -243,8 +278,9 @@ func breakAt(c *conversation, b budgets, fp foldPlan, p plan) int {
 // down to about limit − stride. The stride is the cost model's choice for
 // the conversation (plan.go), frozen at its first fold. Only chunks that
 // end at or before step maxStep, and before the newest keepRecent steps,
-// may fold; brk is the conversation's break (breakAt), 0 for none.
-func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
+// may fold; brk is the conversation's break (breakAt), 0 for none; at,
+// a cold turn's ask (foldAt).
+func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int, at foldAt) plan {
 	stride := fp.Stride
 	chunks := chunkSteps(c.steps, b.chunk, brk)
 	most := 0 // chunks that may fold
@@ -256,6 +292,10 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 	fixed := c.tokens(0, c.head) + b.overhead + b.summary
 	total := c.stepTokens(0, len(c.steps))
 	limit := min(b.limit, fp.Limit)
+	goal := limit
+	if at.cold {
+		goal = min(goal, b.target)
+	}
 	// The fold: the first grid point after which the request fits the
 	// plan's limit. When none does (the steps that may fold are too few:
 	// auto folds only what its digest frontier passed), the last grid
@@ -274,7 +314,7 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 		}
 		acc = 0
 		lastGrid, lastRest = i+1, fixed+total-folded
-		if lastRest <= limit {
+		if lastRest <= goal {
 			fold = i + 1
 			break
 		}
@@ -285,9 +325,12 @@ func makePlan(c *conversation, b budgets, fp foldPlan, maxStep, brk int) plan {
 			p.open = chunks[most-1].b
 		}
 		fold = most
-		if lastGrid > 0 && lastRest <= b.limit {
+		if lastGrid > 0 && lastRest <= b.limit && !at.cold {
 			fold = lastGrid
 		}
+	}
+	for fold < most && at.floor > 0 && (fold == 0 || chunks[fold-1].b < at.floor) {
+		fold++ // not less than the last cold turn folded
 	}
 	p.limit = limit
 	if fold > 0 {

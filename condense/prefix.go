@@ -56,6 +56,10 @@ type prefixEntry struct {
 	// (this one or an earlier one); from then on every request carries
 	// the recall tool (Options.RecallTool).
 	condensed bool
+	// warm is when a keep-alive ping last read the conversation's cache
+	// (Engine.Warmed), without a cache only: with one, it is kept apart
+	// (cold.go). Not encoded.
+	warm time.Time
 }
 
 type itemSum struct {
@@ -121,6 +125,19 @@ func (p *prefixLog) latest(key string) (prefixEntry, bool) {
 		return *el.Value.(*prefixEntry), true
 	}
 	return prefixEntry{}, false
+}
+
+// warm records that key's cache was read at at (Engine.Warmed): nothing
+// when key is not known.
+func (p *prefixLog) warm(key string, at time.Time) {
+	sh := &p.shards[xxhash.Sum64String(key)%prefixShards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if el, ok := sh.byKey[key]; ok {
+		if e := el.Value.(*prefixEntry); at.After(e.warm) {
+			e.warm = at
+		}
+	}
 }
 
 // take returns key's entry and forgets it (false: none known).
@@ -272,17 +289,11 @@ func (r *prefixReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads a signed varint: a uvarint, zig-zag encoded (as
+// binary.Varint reads it).
 func (r *prefixReader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errPrefixRecord
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
+	ux := r.uvarint()
+	return int64(ux>>1) ^ -int64(ux&1)
 }
 
 func (r *prefixReader) u64() uint64 {

@@ -1,10 +1,12 @@
 package condense
 
 import (
+	"context"
 	"fmt"
-	"github.com/condense-proxy/condense-proxy/redact"
 	"sync"
 	"time"
+
+	"github.com/condense-proxy/condense-proxy/redact"
 )
 
 // prepare summarizes, in the background, the chunks a coming condensation
@@ -36,10 +38,23 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	default:
 		return
 	}
-	// The work outlives the request, whose body buffer may be reused: it
-	// runs on its own copy (item offsets stay the same), as a job of its
-	// own that no request deadline stops. Only the copy is made here:
-	// parsing it, and the checks that need the parse, are the background's.
+	bg := backgroundJob(rq, base)
+	// Detached from the request: the agent does not wait for this, and it
+	// must finish even if this request's client leaves.
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer func() { <-e.prepareSem }()
+		e.prepareAhead(e.bgCtx, bg)
+	}()
+}
+
+// backgroundJob returns a job of its own for work on rq that outlives the
+// request, whose body buffer may be reused: it runs on its own copy (item
+// offsets stay the same), and no request deadline stops it. Only the copy
+// is made here: parsing it, and the checks that need the parse, are the
+// background's.
+func backgroundJob(rq *job, base *inPlace) *job {
 	in := *detached(rq.in)
 	in.Parsed = false
 	req := rq.req
@@ -51,50 +66,47 @@ func (e *Engine) prepare(rq *job, base *inPlace) {
 	if v, ok := rq.decisions[decisionFoldBreak]; ok {
 		decisions = map[string]int{decisionFoldBreak: v}
 	}
-	rq = &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base, decisions: decisions}
-	// Detached from the request: the agent does not wait for this, and it
-	// must finish even if this request's client leaves.
-	e.bg.Add(1)
-	go func() {
-		defer e.bg.Done()
-		defer func() { <-e.prepareSem }()
-		ctx := e.bgCtx
-		if err := e.parse(rq); err != nil || len(rq.conv.steps) == 0 {
+	return &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base, decisions: decisions}
+}
+
+// prepareAhead summarizes the chunks of rq, a background job, that a
+// coming condensation will need, unless that was done, or is being done
+// for the same conversation here or (the shared lock held, renewed while
+// the work runs) on another replica.
+func (e *Engine) prepareAhead(ctx context.Context, rq *job) {
+	if err := e.parse(rq); err != nil || len(rq.conv.steps) == 0 {
+		return
+	}
+	key := rq.req.Scope + ":" + rq.head()
+	if _, busy := e.preparing.LoadOrStore(key, struct{}{}); busy {
+		return
+	}
+	defer e.preparing.Delete(key)
+	if l, ok := e.cache.(Locker); ok {
+		release, got := l.Lock(ctx, "prepare:"+key, e.opts.SummaryTimeout+5*time.Second)
+		if !got {
 			return
 		}
-		key := rq.req.Scope + ":" + rq.head()
-		if _, busy := e.preparing.LoadOrStore(key, struct{}{}); busy {
-			return
-		}
-		defer e.preparing.Delete(key)
-		// Across replicas: the conversation is being prepared while the
-		// shared lock is held (renewed while the work runs).
-		if l, ok := e.cache.(Locker); ok {
-			release, got := l.Lock(ctx, "prepare:"+key, e.opts.SummaryTimeout+5*time.Second)
-			if !got {
-				return
-			}
-			defer release()
-		}
-		brk, _ := e.decided(ctx, rq, decisionFoldBreak)
-		folded := e.prepareChunks(rq, brk)
-		mark := e.prepareMark(rq, folded)
-		if mark == "" || e.prepared.has(mark) {
-			return
-		}
-		items, err := e.summarizeChunks(ctx, rq, folded)
-		if err == nil {
-			_, err = e.foldLevels(ctx, rq, items, e.budgets(rq).summary)
-		}
-		if err != nil {
-			e.log.Warn("background summary preparation failed", "err", redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...))
-			return
-		}
-		if len(rq.degraded) == 0 { // an extractive stand-in is not kept: try again later
-			e.prepared.add(mark)
-		}
-		e.log.Debug("summaries prepared ahead", "chunks", len(folded), "summarizer_calls", rq.calls)
-	}()
+		defer release()
+	}
+	brk, _ := e.decided(ctx, rq, decisionFoldBreak)
+	folded := e.prepareChunks(rq, brk)
+	mark := e.prepareMark(rq, folded)
+	if mark == "" || e.prepared.has(mark) {
+		return
+	}
+	items, err := e.summarizeChunks(ctx, rq, folded)
+	if err == nil {
+		_, err = e.foldLevels(ctx, rq, items, e.budgets(rq).summary)
+	}
+	if err != nil {
+		e.log.Warn("background summary preparation failed", "err", redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...))
+		return
+	}
+	if len(rq.degraded) == 0 { // an extractive stand-in is not kept: try again later
+		e.prepared.add(mark)
+	}
+	e.log.Debug("summaries prepared ahead", "chunks", len(folded), "summarizer_calls", rq.calls)
 }
 
 // prepareChunks returns the chunks prepare summarizes: every chunk outside

@@ -40,14 +40,9 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		}
 	}
 	apply := func(protect int) (selective.Result, error) {
-		return e.digest(ctx, rq, selective.Request{
-			Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: math.MaxInt32, MinTokens: e.eagerMinTokens(rq),
-			ProtectFrom: protect, BriefBefore: e.briefBefore(rq, msgs),
-			Scope: rq.req.Scope, Summarize: summarize, CacheOnly: rq.req.CountOnly,
-			Keep: func(id string, original func() []byte) {
-				e.keepOriginal(ctx, rq, id, original)
-			},
-		})
+		sr := e.digestRequest(ctx, rq, msgs)
+		sr.Need, sr.MinTokens, sr.ProtectFrom, sr.BriefBefore, sr.Summarize = math.MaxInt32, e.eagerMinTokens(rq), protect, e.briefBefore(rq, msgs), summarize
+		return e.digest(ctx, rq, sr)
 	}
 	// The frontier: the first of its possible points at which the
 	// request fits the limit (the frontier moves when it must, as full
@@ -69,19 +64,16 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	if err != nil {
 		return nil, false, fmt.Errorf("selective condensing: %w", err)
 	}
+	limit := b.limit
 	if res.Digested+res.Cleared == 0 {
-		return nil, rq.in.Total <= b.limit, nil
+		return nil, rq.in.Total <= limit, nil
 	}
-	for _, d := range res.Made {
-		rq.changes = append(rq.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	rq.addDigestChanges(res.Made)
 	e.rememberDigests(ctx, rq, res.Made)
 	after, err := e.countOut(rq, res.Body)
 	if err != nil {
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
 	}
-	limit := b.limit
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", res.Digested)
 	if res.Cleared > 0 {
 		r.Reason += fmt.Sprintf(", %d tool inputs shortened", res.Cleared)
@@ -147,13 +139,7 @@ func (e *Engine) briefBefore(rq *job, msgs []selective.Message) int {
 	if point == 0 {
 		return 0
 	}
-	first := rq.conv.steps[point].first
-	for i, m := range msgs {
-		if m.Item >= first {
-			return i
-		}
-	}
-	return 0
+	return msgIndex(msgs, rq.conv.steps[point].first, 0)
 }
 
 // frontierPoints returns where the digest frontier may stand, in the
@@ -202,6 +188,14 @@ func (e *Engine) frontierPoints(ctx context.Context, rq *job, outs []toolOutput,
 		return points[len(points)-1:]
 	}
 	first := e.decide(ctx, rq, decisionFrontierFirst, func() int { return points[len(points)-1] + 1 }) - 1
+	if rq.cold {
+		// A cold turn digests all it may, on a bust that costs nothing
+		// now; the warm turns after it never move the frontier back.
+		last := points[len(points)-1]
+		e.keepColdFloor(ctx, rq, coldFrontier, last)
+		return []int{last}
+	}
+	first = max(first, e.coldFloor(ctx, rq, coldFrontier))
 	first = e.paidPoint(rq, outs, points, first, e.sel.MinTokens())
 	for i, p := range points {
 		if p >= first {
@@ -217,13 +211,18 @@ func (e *Engine) protectIndex(rq *job, msgs []selective.Message, point int) int 
 	if point >= len(rq.conv.steps) {
 		return len(msgs)
 	}
-	first := rq.conv.steps[point].first
+	return msgIndex(msgs, rq.conv.steps[point].first, len(msgs))
+}
+
+// msgIndex returns the index of the first of msgs at or after item item,
+// none when there is none.
+func msgIndex(msgs []selective.Message, item, none int) int {
 	for i, m := range msgs {
-		if m.Item >= first {
+		if m.Item >= item {
 			return i
 		}
 	}
-	return len(msgs)
+	return none
 }
 
 // paidPoint returns the last of the grid points after from whose move
@@ -362,7 +361,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 // what rq's summaries cost so far. rq.adopt takes them back.
 func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
-		over: rq.over, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
+		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
 		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
 		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, headHash: rq.headHash,
 		base: rq, patches: patches}

@@ -87,88 +87,120 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 	if decorate == nil {
 		decorate = func(s string) string { return s }
 	}
-
 	model := e.summaryModel(rq)
 	key := summaryKey(rq.req.Scope, model, e.promptHash, level, contentHash, prevHash)
-	if v, ok := e.getCache(ctx, key); ok {
-		rq.hits++
-		return string(v), true, "", nil
-	}
-	if rq.summarizeCut {
-		// auto: a chunk keeps the summary it got first, LLM or
-		// extractive, whichever the allowance then paid for.
-		for _, m := range []string{e.llmModel(rq), "extractive"} {
-			if m == model {
-				continue
-			}
-			if v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, m, e.promptHash, level, contentHash, prevHash)); ok {
-				rq.hits++
-				return string(v), true, "", nil
-			}
-		}
+	if s, ok := e.cachedSummary(ctx, rq, model, level, contentHash, prevHash); ok {
+		return s, true, "", nil
 	}
 	rq.misses++
-	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
-	if rq.req.CountOnly {
-		// Counting never pays for a summary: the extractive text stands
-		// in for one not written yet, and is not kept — unless the
-		// extractive summarizer is the summarizer: then the text is the
-		// summary, and observe mode keeps it (in its caller's scope) as
-		// auto would, so a later cut that reuses a fold's summaries
-		// finds them, as auto's does.
-		s := decorate(fallback())
-		if rq.req.observing && extractive {
-			e.setCache(ctx, key, []byte(s))
-		}
-		return s, false, "", nil
-	}
-	if extractive || rq.extractiveSummaries {
-		s := decorate(fallback())
-		e.setCache(ctx, key, []byte(s))
-		return s, false, "", nil
-	}
-	if e.suspended(ctx, rq, model) {
-		return decorate(fallback()), false, "summarizer recently failing; extractive used", nil
-	}
-	if rq.waitOver() {
-		return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
-	}
-	if why := e.spendable(rq); why != "" {
-		return decorate(fallback()), false, why, nil
+	if s, why, ok := e.withoutCall(ctx, rq, model, key, func() string { return decorate(fallback()) }); ok {
+		return s, false, why, nil
 	}
 	in := e.fitSummaryInput(SummaryInput{
 		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
 		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Codec: rq.codec,
 	})
+	s, callErr := e.askSummary(ctx, rq, key, span, in, decorate)
+	if callErr == nil {
+		return s, false, "", nil
+	}
+	why, err := e.summaryFailure(ctx, rq, level, callErr)
+	if err != nil {
+		return "", false, "", err
+	}
+	return decorate(fallback()), false, why, nil
+}
+
+// cachedSummary returns the summary of the content cached for model, and
+// counts the hit. For auto's cut (summarizeCut) it may be the other
+// summarizer's: a chunk keeps the summary it got first, LLM or
+// extractive, whichever the allowance then paid for.
+func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level int, contentHash, prevHash string) (string, bool) {
+	models := []string{model}
+	if rq.summarizeCut {
+		models = append(models, e.llmModel(rq), "extractive")
+	}
+	for i, m := range models {
+		if i > 0 && m == model {
+			continue
+		}
+		if v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, m, e.promptHash, level, contentHash, prevHash)); ok {
+			rq.hits++
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// withoutCall returns the summary written without the summarizer
+// (fallback), and why that is Degraded, when this one may not call it
+// (ok); key is where a summary kept is cached. Counting never pays for a
+// summary: the extractive text stands in for one not written yet, and is
+// not kept — unless the extractive summarizer is the summarizer: then the
+// text is the summary, and observe mode keeps it (in its caller's scope)
+// as auto would, so a later cut that reuses a fold's summaries finds
+// them, as auto's does.
+func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s, why string, ok bool) {
+	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
+	if rq.req.CountOnly || extractive || rq.extractiveSummaries {
+		s := fallback()
+		if !rq.req.CountOnly || rq.req.observing && extractive {
+			e.setCache(ctx, key, []byte(s))
+		}
+		return s, "", true
+	}
+	switch {
+	case e.suspended(ctx, rq, model):
+		why = "summarizer recently failing; extractive used"
+	case rq.waitOver():
+		why = maxWaitDegraded(e.opts.MaxWait)
+	default:
+		why = e.spendable(rq)
+	}
+	if why == "" {
+		return "", "", false
+	}
+	return fallback(), why, true
+}
+
+// askSummary asks the summarizer for in — a level-1 summary of the items
+// span in place when it may be (askInPlace) —, shared with every request
+// that needs it at the same time, and adds its cost to the job's spending.
+func (e *Engine) askSummary(ctx context.Context, rq *job, key string, span [2]int, in SummaryInput, decorate func(string) string) (string, error) {
 	price := -1.0
-	if level == 1 && span[1] > 0 {
+	if in.Level == 1 && span[1] > 0 {
 		if body, p, ok := e.askInPlace(rq, span[0], span[1], in); ok {
 			in.Body, price = body, p
 		}
 	}
-	s, callErr := e.shared(ctx, rq, key, in, decorate)
-	if callErr == nil {
-		if price < 0 {
-			price = float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous))
-		}
-		rq.spent += price + summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
+	s, err := e.shared(ctx, rq, key, in, decorate)
+	if err != nil {
+		return "", err
 	}
-	if callErr != nil {
-		if ctx.Err() != nil {
-			return "", false, "", ctx.Err()
-		}
-		if errors.Is(callErr, errStoppedWaiting) {
-			return decorate(fallback()), false, maxWaitDegraded(e.opts.MaxWait), nil
-		}
-		if errors.Is(callErr, errNoSlot) {
-			return decorate(fallback()), false, "summarizer busy; extractive used", nil
-		}
-		// The upstream's error text may echo the key it was sent.
-		why := redact.Secrets(callErr.Error(), credentialValues(rq.req.Credentials)...)
-		e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", why)
-		return decorate(fallback()), false, "summarizer failed: " + shorten(why, 80), nil
+	if price < 0 {
+		price = float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous))
 	}
-	return s, false, "", nil
+	rq.spent += price + summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
+	return s, nil
+}
+
+// summaryFailure says why a summary falls back to the extractive one after
+// its call failed (err), or returns the context's error when the request
+// ended.
+func (e *Engine) summaryFailure(ctx context.Context, rq *job, level int, err error) (string, error) {
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
+	if errors.Is(err, errStoppedWaiting) {
+		return maxWaitDegraded(e.opts.MaxWait), nil
+	}
+	if errors.Is(err, errNoSlot) {
+		return "summarizer busy; extractive used", nil
+	}
+	// The upstream's error text may echo the key it was sent.
+	why := redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...)
+	e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", why)
+	return "summarizer failed: " + shorten(why, 80), nil
 }
 
 // spendable says why this request may not call the summarizer again
@@ -576,19 +608,26 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		if err != nil {
 			return nil, fmt.Errorf("summarizing chunk %d: %w", i, err)
 		}
-		it.text, it.cached = text, cached
-		it.tokens = e.counter.Text(rq.limits.Encoding, text)
-		if degraded != "" {
-			rq.degraded = append(rq.degraded, degraded)
-		}
-		if !cached {
-			e.storeOriginals(ctx, rq, it.id, from, to)
-		}
-		e.rememberSummary(ctx, rq, it)
-		items = append(items, it)
+		items = append(items, e.keepSummary(ctx, rq, it, text, cached, degraded))
 		prev, prevHash = text, textHash(text)
 	}
 	return items, nil
+}
+
+// keepSummary returns it with its text (cached: read from the cache;
+// degraded: why it fell back, kept with the job's), keeps the originals
+// of a new one, and hands it to the memory.
+func (e *Engine) keepSummary(ctx context.Context, rq *job, it summaryItem, text string, cached bool, degraded string) summaryItem {
+	it.text, it.cached = text, cached
+	it.tokens = e.counter.Text(rq.limits.Encoding, text)
+	if degraded != "" {
+		rq.degraded = append(rq.degraded, degraded)
+	}
+	if !cached {
+		e.storeOriginals(ctx, rq, it.id, it.from, it.to)
+	}
+	e.rememberSummary(ctx, rq, it)
+	return it
 }
 
 // foldLevels folds the oldest complete groups of summaries into the next
@@ -623,17 +662,8 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
 		}
-		it.text, it.cached = text, cached
-		it.tokens = e.counter.Text(rq.limits.Encoding, text)
-		if degraded != "" {
-			rq.degraded = append(rq.degraded, degraded)
-		}
-		if !cached {
-			e.storeOriginals(ctx, rq, it.id, it.from, it.to)
-		}
-		e.rememberSummary(ctx, rq, it)
 		next := append([]summaryItem{}, items[:pos]...)
-		next = append(next, it)
+		next = append(next, e.keepSummary(ctx, rq, it, text, cached, degraded))
 		items = append(next, items[pos+groupSize:]...)
 	}
 	return items, nil
@@ -700,6 +730,39 @@ func mergeExtractive(parts []string) string {
 	}
 	b.WriteString(files.section())
 	return b.String()
+}
+
+// summaryNote renders items, the summaries of the replaced items before
+// item rest, as a note, the memory's steps relevant to them beside them,
+// and returns it with its text.
+func (e *Engine) summaryNote(ctx context.Context, rq *job, items []summaryItem, replaced, rest int) ([]byte, string) {
+	summary := renderSummary(items, replaced)
+	text := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
+	return rq.codec.Note(text), text
+}
+
+// addSummaryChanges records items among the job's changes, the tokens
+// they replace as c counts them, and returns how many there are of each
+// level.
+func (rq *job) addSummaryChanges(items []summaryItem, c *conversation) map[int]int {
+	levels := map[int]int{}
+	for _, it := range items {
+		levels[it.level]++
+		rq.changes = append(rq.changes, Change{Kind: ChangeSummary, ID: it.id, Level: it.level, From: it.from, To: it.to,
+			TokensBefore: c.tokens(it.from, it.to), TokensAfter: it.tokens, Text: it.text})
+	}
+	return levels
+}
+
+// reportSummaries reports the request's summaries (levels: how many of
+// each level), how many the cache held, and the first reason one fell
+// back: what a fold summarized later repeats it.
+func (rq *job) reportSummaries(r *Report, levels map[int]int) {
+	r.Summaries = formatLevels(levels)
+	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
+	if len(rq.degraded) > 0 {
+		addDegraded(r, rq.degraded[0])
+	}
 }
 
 // renderSummary is the message that replaces the folded messages.

@@ -29,96 +29,18 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 	if firstStep >= len(c.steps) {
 		return nil, nil
 	}
-	prefixTok := 0
-	for _, p := range prefix {
-		prefixTok += e.counter.Text(rq.limits.Encoding, string(p))
-	}
-	// What stands for the omitted steps: auto's cut and a window after a
-	// fold's summary carry stand-ins of them (summaries, cutSummary —
-	// extractive after a fold, whose summary was the LLM's work), within
-	// the cut summaries' budget; the sliding window of truncate mode, a
-	// marker.
-	standIn := rq.summarizeCut || len(prefix) > 0
-	note := markerTokens
-	if standIn {
-		note = b.cutSummary
-	}
-	fixed := c.tokens(0, c.head) + b.overhead + prefixTok + note
-	last := len(c.steps) - 1
-	must := max(firstStep, len(c.steps)-b.keepRecent, 0)
-	must = min(must, last)
-	if fixed+c.stepTokens(must, len(c.steps)) > b.limit && !rq.shrunk {
-		need := fixed + c.stepTokens(must, len(c.steps)) - b.limit
-		out, err := e.shrinkNewest(ctx, rq, r, prefix, firstStep, must, need)
+	w := e.frameOf(rq, b, prefix, firstStep)
+	if need := w.fixed + c.stepTokens(w.must, len(c.steps)) - b.limit; need > 0 && !rq.shrunk {
+		out, err := e.shrinkNewest(ctx, rq, r, prefix, firstStep, w.must, need)
 		if out != nil || err != nil {
 			return out, err
 		}
 	}
-	// The cut. The conversation's previous cut stays while the request
-	// still fits the limit with it: the request grows append-only and its
-	// prefix stays byte-identical. Past the limit, the cut jumps to the
-	// first point of a grid laid a stride apart from firstStep (on the
-	// received request's counts) after which the request fits the target:
-	// one large step, then append-only again.
-	cutKey := rq.cutKey(len(prefix) > 0)
-	keep := e.storedCut(ctx, rq, cutKey, firstStep, must)
-	plan, planned := e.cutPlanOf(ctx, rq, b, prefixTok)
-	held := -1 // the tokens of auto's summaries at the stored cut, when read
-	if keep >= 0 && fixed+c.stepTokens(keep, len(c.steps)) > plan.Limit {
-		// Over the limit with the summaries' budget: auto's cut stays
-		// while the request fits with the summaries it carries, as
-		// written — the budget is their bound, not their size.
-		if rq.summarizeCut && len(prefix) == 0 {
-			held = e.storedNote(ctx, rq, cutKey, keep)
-		}
-		if held < 0 || fixed-note+held+c.stepTokens(keep, len(c.steps)) > plan.Limit {
-			keep, held = -1, -1
-		}
+	keep, held, err := e.windowCut(ctx, rq, b, &w)
+	if err != nil {
+		return nil, err
 	}
-	if keep < 0 {
-		// The cut jumps to about limit − stride, the depth the cost
-		// model chose for the conversation.
-		if !planned {
-			plan.Stride = e.windowStrideOf(ctx, rq, b, prefixTok)
-		}
-		stride := plan.Stride
-		fit := max(plan.Limit-stride, 0)
-		if !rq.over {
-			fit = min(fit, b.target)
-		}
-		grid := rq.gridTokens()
-		acc := 0
-		for g := firstStep; g <= must; g++ {
-			if g > firstStep {
-				acc += grid[g-1]
-				if acc < stride && g < must {
-					continue
-				}
-				acc = 0
-			}
-			if fixed+c.stepTokens(g, len(c.steps)) <= fit {
-				keep = g
-				break
-			}
-		}
-		// No grid point fits (the grid is coarse where single steps are
-		// large): the first step after which it fits.
-		for g := firstStep + 1; keep < 0 && g <= must; g++ {
-			if fixed+c.stepTokens(g, len(c.steps)) <= fit {
-				keep = g
-			}
-		}
-	}
-	if keep < 0 {
-		keep = must
-		if fixed+c.stepTokens(must, len(c.steps)) > b.window {
-			keep = last
-			if fixed+c.steps[last].tokens > b.window {
-				return nil, errTooLarge
-			}
-		}
-	}
-	moved := e.storeCut(ctx, rq, cutKey, keep)
+	moved := e.storeCut(ctx, rq, w.key, keep)
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
 	if rest == from {
 		if !rq.shrunk {
@@ -131,32 +53,176 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		}
 		return rebuild(rq, prefix, from)
 	}
-	if standIn {
-		// Summaries of what the cut omits in place of the marker.
-		extractive := rq.extractiveSummaries
-		if len(prefix) > 0 {
-			rq.extractiveSummaries = true
-		}
-		note, text, err := e.cutSummary(ctx, rq, b, r, firstStep, keep)
-		rq.extractiveSummaries = extractive
-		if err != nil {
-			return nil, err
-		}
-		if note != nil && len(prefix) > 0 {
-			return rebuild(rq, append(append([][]byte{}, prefix...), note), rest)
-		}
-		if note != nil {
-			// Counted for a new cut, or when its summaries were read.
-			if moved || held >= 0 {
-				if tok := e.counter.Text(rq.limits.Encoding, text); moved || tok != held {
-					e.storeNote(ctx, rq, cutKey, keep, tok)
-				}
+	if w.standIn {
+		return e.standInCut(ctx, rq, b, r, prefix, w, keep, moved, held)
+	}
+	return e.markerCut(ctx, rq, prefix, from, rest)
+}
+
+// windowFrame is what a window's cut is chosen within.
+type windowFrame struct {
+	firstStep int // the first step the window may omit
+	must      int // the first of the newest steps it keeps in any case
+	prefixTok int // the tokens of the rendered items before the steps
+	// note is the budget of what stands for the omitted steps: auto's
+	// cut and a window after a fold's summary carry stand-ins of them
+	// (standIn: summaries, cutSummary — extractive after a fold, whose
+	// summary was the LLM's work), within the cut summaries' budget; the
+	// sliding window of truncate mode, a marker.
+	note         int
+	standIn      bool
+	afterSummary bool   // the window follows a fold's summary (prefix)
+	fixed        int    // the tokens kept besides the steps: head, overhead, prefix and note
+	key          string // where the conversation's cut is remembered (cutKey)
+}
+
+// frameOf returns the frame of a window of rq after prefix from step
+// firstStep on (its key is set by windowCut).
+func (e *Engine) frameOf(rq *job, b budgets, prefix [][]byte, firstStep int) windowFrame {
+	c := rq.conv
+	w := windowFrame{firstStep: firstStep, note: markerTokens, afterSummary: len(prefix) > 0}
+	w.standIn = rq.summarizeCut || w.afterSummary
+	for _, p := range prefix {
+		w.prefixTok += e.counter.Text(rq.limits.Encoding, string(p))
+	}
+	if w.standIn {
+		w.note = b.cutSummary
+	}
+	w.fixed = c.tokens(0, c.head) + b.overhead + w.prefixTok + w.note
+	w.must = min(max(firstStep, len(c.steps)-b.keepRecent, 0), len(c.steps)-1)
+	return w
+}
+
+// windowCut chooses the step the window keeps from. The conversation's
+// previous cut stays while the request still fits the limit with it: the
+// request grows append-only and its prefix stays byte-identical. Past the
+// limit, the cut jumps to the first point of a grid laid a stride apart
+// from firstStep (on the received request's counts) after which the
+// request fits the target: one large step, then append-only again. When
+// none fits, the newest steps that must stay, or the last one alone
+// (errTooLarge when even that does not fit the window). held is the
+// tokens of auto's summaries at a stored cut, when read (-1 otherwise).
+func (e *Engine) windowCut(ctx context.Context, rq *job, b budgets, w *windowFrame) (keep, held int, err error) {
+	c := rq.conv
+	w.key = rq.cutKey(w.afterSummary)
+	keep = e.storedCut(ctx, rq, w.key, w.firstStep, w.must)
+	plan, planned := e.cutPlanOf(ctx, rq, b, w.prefixTok)
+	// The cut moves when the request outgrows the plan's limit with it;
+	// on a cold turn, when it is over the target with it: the move the
+	// plan would make later, made now, when it busts nothing (cold.go).
+	moveAt := plan.Limit
+	if rq.cold {
+		moveAt = min(moveAt, b.target)
+	}
+	if keep, held = e.heldCut(ctx, rq, *w, moveAt, keep); keep >= 0 {
+		return keep, held, nil
+	}
+	// The cut jumps to about limit − stride, the depth the cost model
+	// chose for the conversation (at least to the target on a cold turn).
+	if !planned {
+		plan.Stride = e.windowStrideOf(ctx, rq, b, w.prefixTok)
+	}
+	if keep = w.gridCut(rq, b, plan); keep >= 0 {
+		return keep, -1, nil
+	}
+	last := len(c.steps) - 1
+	switch {
+	case w.fixed+c.stepTokens(w.must, len(c.steps)) <= b.window:
+		return w.must, -1, nil
+	case w.fixed+c.steps[last].tokens <= b.window:
+		return last, -1, nil
+	}
+	return 0, -1, errTooLarge
+}
+
+// heldCut returns keep, the stored cut (-1: none), while the request fits
+// limit with it. Over that limit with the summaries' budget, auto's cut
+// stays while the request fits with the summaries it carries, as written
+// — the budget is their bound, not their size —, and held is their
+// tokens; -1 otherwise. It returns -1, -1 when the cut must move.
+func (e *Engine) heldCut(ctx context.Context, rq *job, w windowFrame, limit, keep int) (int, int) {
+	c := rq.conv
+	if keep < 0 || w.fixed+c.stepTokens(keep, len(c.steps)) <= limit {
+		return keep, -1
+	}
+	held := -1
+	if rq.summarizeCut && !w.afterSummary {
+		held = e.storedNote(ctx, rq, w.key, keep)
+	}
+	if held < 0 || w.fixed-w.note+held+c.stepTokens(keep, len(c.steps)) > limit {
+		return -1, -1
+	}
+	return keep, held
+}
+
+// gridCut returns the first point of a grid laid p.Stride apart from
+// firstStep (on the received request's counts) after which the request
+// fits p.Limit less the stride (and the target, unless it came over the
+// threshold on a warm turn); when no grid point fits (the grid is coarse where single
+// steps are large), the first step after which it fits; -1 when none.
+func (w windowFrame) gridCut(rq *job, b budgets, p foldPlan) int {
+	c := rq.conv
+	fit := max(p.Limit-p.Stride, 0)
+	if !rq.over || rq.cold {
+		fit = min(fit, b.target)
+	}
+	fits := func(g int) bool { return w.fixed+c.stepTokens(g, len(c.steps)) <= fit }
+	grid := rq.gridTokens()
+	acc := 0
+	for g := w.firstStep; g <= w.must; g++ {
+		if g > w.firstStep {
+			acc += grid[g-1]
+			if acc < p.Stride && g < w.must {
+				continue
 			}
-			return rebuild(rq, [][]byte{note}, rest)
+			acc = 0
+		}
+		if fits(g) {
+			return g
 		}
 	}
-	// The marker names the received items it replaces (not digests made
-	// of them): its id stays while the cut does.
+	for g := w.firstStep + 1; g <= w.must; g++ {
+		if fits(g) {
+			return g
+		}
+	}
+	return -1
+}
+
+// standInCut writes the window with summaries of what the cut at step
+// keep omits in place of the marker (extractive after a fold's summary),
+// and remembers their tokens beside a cut that moved (moved) or whose
+// summaries' tokens were read (held ≥ 0) and changed; with a marker
+// (markerCut) when there is nothing to summarize.
+func (e *Engine) standInCut(ctx context.Context, rq *job, b budgets, r *Report, prefix [][]byte, w windowFrame, keep int, moved bool, held int) ([]byte, error) {
+	from, rest := rq.conv.steps[w.firstStep].first, rq.conv.steps[keep].first
+	extractive := rq.extractiveSummaries
+	if w.afterSummary {
+		rq.extractiveSummaries = true
+	}
+	note, text, err := e.cutSummary(ctx, rq, b, r, w.firstStep, keep)
+	rq.extractiveSummaries = extractive
+	if err != nil {
+		return nil, err
+	}
+	if note == nil {
+		return e.markerCut(ctx, rq, prefix, from, rest)
+	}
+	if w.afterSummary {
+		return rebuild(rq, append(append([][]byte{}, prefix...), note), rest)
+	}
+	if moved || held >= 0 {
+		if tok := e.counter.Text(rq.limits.Encoding, text); moved || tok != held {
+			e.storeNote(ctx, rq, w.key, keep, tok)
+		}
+	}
+	return rebuild(rq, [][]byte{note}, rest)
+}
+
+// markerCut writes the window with a marker in place of items [from,
+// rest). The marker names the received items it replaces (not digests
+// made of them): its id stays while the cut does.
+func (e *Engine) markerCut(ctx context.Context, rq *job, prefix [][]byte, from, rest int) ([]byte, error) {
 	oc := rq.received()
 	id := oc.hashMessages(from, rest)
 	e.storeOriginals(ctx, rq, id, from, rest)
@@ -275,10 +341,9 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 		}
 		return ma.Tokens > mb.Tokens
 	})
-	res, err := e.digest(ctx, rq, selective.Request{
-		Body: rq.in.Body, Messages: msgs, Codec: selectiveCodec(rq), Encoding: rq.limits.Encoding, Need: need, Pick: pick, Scope: rq.req.Scope, CacheOnly: rq.req.CountOnly,
-		Keep: func(id string, original func() []byte) { e.keepOriginal(ctx, rq, id, original) },
-	})
+	sr := e.digestRequest(ctx, rq, msgs)
+	sr.Need, sr.Pick = need, pick
+	res, err := e.digest(ctx, rq, sr)
 	if err != nil || res.Digested == 0 {
 		return nil, err
 	}
@@ -294,10 +359,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	if err := e.parse(sub); err != nil {
 		return nil, err
 	}
-	for _, d := range res.Made {
-		sub.changes = append(sub.changes, Change{Kind: ChangeDigest, ID: d.ID, From: d.Item, To: d.Item + 1, Tool: d.Tool,
-			TokensBefore: d.Before, TokensAfter: d.After, Text: d.Text})
-	}
+	sub.addDigestChanges(res.Made)
 	out, err := e.window(ctx, sub, e.budgets(sub), r, prefix, firstStep)
 	if err != nil || out == nil {
 		return nil, err

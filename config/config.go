@@ -184,6 +184,11 @@ type Condense struct {
 	// expected to follow; at the hard limit (the window less the model's
 	// max_output_tokens) it condenses.
 	Defer bool
+	// ColdTurns: on a request over the threshold after its conversation
+	// was idle longer than the model's cache_ttl (its prefix is written
+	// again anyway), the conversation's edits make their next move now,
+	// at least to the target (condense/cold.go). Default true.
+	ColdTurns bool
 	// HoldoutShare is the share of conversations, in [0, 1], forwarded
 	// as received (the holdout arm) while the proxy computes what it
 	// would have done, chosen by a hash of the caller's scope and the

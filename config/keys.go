@@ -294,6 +294,8 @@ var table = []Key{
 		"auto's LLM summaries of a conversation cost at most this share of its uncondensed bill so far; past it, extractive (0: never the LLM in auto)"),
 	boolKey("condense.defer", "defer", false, func(c *Config) *bool { return &c.Condense.Defer },
 		"forward a request over the threshold as received while condensing it would cost more than it saves (until the hard limit)"),
+	boolKey("condense.cold_turns", "cold-turns", true, func(c *Config) *bool { return &c.Condense.ColdTurns },
+		"on a request over the threshold after its conversation was idle longer than the model's cache_ttl (its prefix is written again anyway), move its cut, fold or digests now, at least to the target; the warm requests after it keep its prefix"),
 	floatKey("condense.holdout_share", "holdout-share", 0, 0, 1, func(c *Config) *float64 { return &c.Condense.HoldoutShare },
 		"share of conversations forwarded as received (the holdout arm, chosen by a hash of caller and conversation) while the page compares their bill with the condensed ones' (0: none)"),
 	durKey("condense.max_wait", "max-wait", 30*time.Second, time.Millisecond, day, func(c *Config) *time.Duration { return &c.Condense.MaxWait },

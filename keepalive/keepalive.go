@@ -111,6 +111,12 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives one line per ping. Nil: slog.Default().
 	Logger *slog.Logger
+	// Warmed, if set, is told of every ping that read the cache (the
+	// conversation's scope and id, and when the ping was sent): the
+	// condensing engine's Warmed, so a conversation kept warm by pings
+	// is not taken for one whose cache expired (condense's cold turns).
+	// Called on the ping's goroutine, without the Keeper's lock.
+	Warmed func(ctx context.Context, scope, conversation string, at time.Time)
 }
 
 // Codec is what a Keeper needs of a request's codec: it reads the
@@ -190,6 +196,8 @@ type Keeper struct {
 // conv is one conversation's state, guarded by Keeper.mu.
 type conv struct {
 	key   string // scope \x00 conversation
+	scope string
+	id    string // the conversation
 	owner string // its Store and Locker key (a hash)
 	gen   uint64 // bumped by every request: older answers and timers are stale
 	model Model
@@ -294,7 +302,7 @@ func (k *Keeper) Forwarded(ctx context.Context, r Request) *Watch {
 	var c *conv
 	if el == nil {
 		h := sha256.Sum256([]byte(key))
-		c = &conv{key: key, owner: "keepalive:" + hex.EncodeToString(h[:16])}
+		c = &conv{key: key, scope: r.Scope, id: r.Conversation, owner: "keepalive:" + hex.EncodeToString(h[:16])}
 		k.convs[key] = k.lru.PushFront(c)
 	} else {
 		c = el.Value.(*conv)
@@ -456,7 +464,7 @@ func (k *Keeper) fire(c *conv, gen uint64) {
 	}
 	c.timer = nil
 	p := &pending{codec: c.codec, path: c.path, rawQuery: c.rawQuery, header: c.header, body: c.ping, model: c.model}
-	token, owner := c.token, c.owner
+	token, owner, scope, id := c.token, c.owner, c.scope, c.id
 	k.wg.Add(1)
 	k.mu.Unlock()
 	defer k.wg.Done()
@@ -482,6 +490,11 @@ func (k *Keeper) fire(c *conv, gen uint64) {
 	}
 	sent := k.o.Clock.Now()
 	u, err := k.send(ctx, p)
+	if err == nil && readMostly(u) && k.o.Warmed != nil {
+		// The cache lives a TTL from this ping on: the engine must not
+		// take the conversation's next request for a cold one.
+		k.o.Warmed(ctx, scope, id, sent)
+	}
 
 	k.mu.Lock()
 	defer k.mu.Unlock()

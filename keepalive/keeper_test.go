@@ -381,3 +381,53 @@ func TestKeeperWallClock(t *testing.T) {
 		t.Errorf("%d pings, want 2", n)
 	}
 }
+
+// TestKeeperWarmed: every ping that read the cache is told to Warmed —
+// the conversation's scope and id, and when the ping was sent, by the
+// Keeper's clock — so the engine does not take the conversation's next
+// request for a cold one; a ping that found the cache gone is not.
+func TestKeeperWarmed(t *testing.T) {
+	type warmed struct {
+		scope, conv string
+		at          time.Time
+	}
+	for _, write := range []bool{false, true} {
+		t.Run(fmt.Sprintf("write=%v", write), func(t *testing.T) {
+			u := newUpstream(t)
+			u.setWrite(write)
+			start := time.Unix(1_700_000_000, 0)
+			c := keepalivetest.New(start)
+			var mu sync.Mutex
+			var got []warmed
+			k := newKeeper(t, u, c, func(o *keepalive.Options) {
+				o.Warmed = func(_ context.Context, scope, conv string, at time.Time) {
+					mu.Lock()
+					got = append(got, warmed{scope, conv, at})
+					mu.Unlock()
+				}
+			})
+			serve(k, request("a"), endTurn)
+			c.Advance(time.Hour)
+			mu.Lock()
+			defer mu.Unlock()
+			if write {
+				if len(got) != 0 {
+					t.Fatalf("a ping that wrote the cache told Warmed: %+v", got)
+				}
+				return
+			}
+			// Two pings: at the TTL less its lead (30s), then a TTL less
+			// the lead after the first.
+			first := start.Add(ttl - 30*time.Second)
+			want := []warmed{{"scope", "a", first}, {"scope", "a", first.Add(ttl - 30*time.Second)}}
+			if len(got) != len(want) {
+				t.Fatalf("Warmed told %+v, want %+v", got, want)
+			}
+			for i := range want {
+				if got[i].scope != want[i].scope || got[i].conv != want[i].conv || !got[i].at.Equal(want[i].at) {
+					t.Errorf("Warmed told %+v, want %+v", got[i], want[i])
+				}
+			}
+		})
+	}
+}

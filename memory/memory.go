@@ -277,19 +277,6 @@ func (m *Memory) Items(ctx context.Context, scope, conversation string) []conden
 	return slices.Clone(c.items)
 }
 
-// Condensed reports whether the conversation has a memory (it was
-// condensed once).
-func (m *Memory) Condensed(ctx context.Context, scope, conversation string) bool {
-	c := m.get(scope, conversation)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.items) > 0 {
-		return true
-	}
-	m.refresh(ctx, scope, conversation, c)
-	return len(c.items) > 0
-}
-
 // Hit is one search result.
 type Hit struct {
 	Item  condense.MemoryItem

@@ -29,6 +29,10 @@ const (
 	// HeaderDeferred says why a request over the threshold went as
 	// received (condense.defer).
 	HeaderDeferred = "X-Condense-Deferred"
+	// HeaderCold is set ("true") on a cold turn: a request over the
+	// threshold after an idle gap past the model's cache_ttl, its edits
+	// moved at least to the target (condense/cold.go).
+	HeaderCold = "X-Condense-Cold"
 	// Observe mode: what auto would have applied and forwarded.
 	HeaderWouldApply       = "X-Condense-Would-Apply"
 	HeaderWouldTokensAfter = "X-Condense-Would-Tokens-After"
@@ -263,6 +267,9 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, code
 		}
 		if rep.Deferred != "" {
 			h.Set(HeaderDeferred, rep.Deferred)
+		}
+		if rep.Cold {
+			h.Set(HeaderCold, "true")
 		}
 		if rep.Arm != "" {
 			h.Set(HeaderArm, rep.Arm)

@@ -154,6 +154,9 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 				if rep.Deferred != "" {
 					attrs = append(attrs, slog.String("deferred", rep.Deferred))
 				}
+				if rep.Cold {
+					attrs = append(attrs, slog.Bool("cold", true))
+				}
 				if rep.WouldApply != "" {
 					attrs = append(attrs, slog.String("would_apply", rep.WouldApply), slog.Int("would_tokens_after", rep.WouldTokensAfter),
 						slog.Float64("would_bill", round1(rep.WouldBill)))

@@ -77,10 +77,7 @@ func oneLine(s string, n int) string {
 
 // Classify picks the digest kind for an output.
 func Classify(in Input) string {
-	cmd := gjson.Get(in.Args, "command").String()
-	if cmd == "" {
-		cmd = gjson.Get(in.Args, "cmd").String()
-	}
+	cmd := command(in.Args)
 	trimmed := strings.TrimSpace(stripTags(in.Content))
 	switch {
 	case (strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[")) && gjson.Valid(trimmed):
@@ -172,34 +169,45 @@ func Digest(in Input) (string, string) {
 // exitStatus is the exit status an output reports ("" when none).
 func exitStatus(s string) string { return logfacts.Exit(s) }
 
+// command is the shell command a call ran: its command argument, or cmd
+// (Codex's exec_command).
+func command(args string) string {
+	if cmd := gjson.Get(args, "command").String(); cmd != "" {
+		return cmd
+	}
+	return gjson.Get(args, "cmd").String()
+}
+
+// filePath is the file a call read: its file_path or path argument, else
+// the first path in its command.
+func filePath(args string) string {
+	for _, k := range []string{"file_path", "path"} {
+		if p := gjson.Get(args, k).String(); p != "" {
+			return p
+		}
+	}
+	return filePathToken.FindString(command(args))
+}
+
+// lineNumber is the number of line l, the i-th of a file's output: the
+// number the read tool put before it, else its position.
+func lineNumber(i int, l string) int {
+	if !mayLineNum(l) {
+		return i + 1
+	}
+	if m := lineNumPrefix.FindStringSubmatch(l); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return i + 1
+}
+
 // fileDigest: path, line count, outline with line numbers, and the lines
 // around locations later messages point at.
 func fileDigest(in Input) string {
 	content := stripTags(in.Content)
 	lines := strings.Split(strings.TrimRight(content, "\n"), "\n")
-	p := gjson.Get(in.Args, "file_path").String()
-	if p == "" {
-		p = gjson.Get(in.Args, "path").String()
-	}
-	if p == "" {
-		cmd := gjson.Get(in.Args, "command").String()
-		if cmd == "" {
-			cmd = gjson.Get(in.Args, "cmd").String() // Codex's exec_command
-		}
-		if m := filePathToken.FindString(cmd); m != "" {
-			p = m
-		}
-	}
-	num := func(i int, l string) int {
-		if !mayLineNum(l) {
-			return i + 1
-		}
-		if m := lineNumPrefix.FindStringSubmatch(l); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return n
-		}
-		return i + 1
-	}
+	p := filePath(in.Args)
 	var b strings.Builder
 	fmt.Fprintf(&b, "file %s, %d lines\n", p, len(lines))
 	// Lines referenced later as error locations: path:line or "line N".
@@ -215,7 +223,7 @@ func fileDigest(in Input) string {
 		}
 		if d {
 			if shown < 120 {
-				fmt.Fprintf(&b, "%5d  %s\n", num(i, l), oneLine(stripLineNum(l), 160))
+				fmt.Fprintf(&b, "%5d  %s\n", lineNumber(i, l), oneLine(stripLineNum(l), 160))
 			}
 			shown++
 		}
@@ -224,27 +232,32 @@ func fileDigest(in Input) string {
 		fmt.Fprintf(&b, "  [… %d more declarations …]\n", shown-120)
 	}
 	if len(refs) > 0 {
-		b.WriteString("referenced later:\n")
-		var keep []int
-		for i, l := range lines {
-			n := num(i, l)
-			for d := -2; d <= 2; d++ {
-				if refs[n+d] {
-					keep = append(keep, i)
-					break
-				}
-			}
-		}
-		last := -2
-		for _, i := range keep {
-			if i != last+1 {
-				b.WriteString("  …\n")
-			}
-			fmt.Fprintf(&b, "%5d  %s\n", num(i, lines[i]), oneLine(stripLineNum(lines[i]), 200))
-			last = i
-		}
+		writeReferenced(&b, lines, refs)
 	}
 	return b.String()
+}
+
+// writeReferenced writes the lines within two of a line number in refs.
+func writeReferenced(b *strings.Builder, lines []string, refs map[int]bool) {
+	b.WriteString("referenced later:\n")
+	var keep []int
+	for i, l := range lines {
+		n := lineNumber(i, l)
+		for d := -2; d <= 2; d++ {
+			if refs[n+d] {
+				keep = append(keep, i)
+				break
+			}
+		}
+	}
+	last := -2
+	for _, i := range keep {
+		if i != last+1 {
+			b.WriteString("  …\n")
+		}
+		fmt.Fprintf(b, "%5d  %s\n", lineNumber(i, lines[i]), oneLine(stripLineNum(lines[i]), 200))
+		last = i
+	}
 }
 
 // lineRefs finds the line numbers text points at in the file named base:
@@ -330,22 +343,22 @@ func logDigest(content string) string {
 
 // errorBlocks keeps the key lines (errors, failing tests, assertions,
 // compiler errors: package logfacts) with ctx lines of context, at most
-// max blocks.
-func errorBlocks(lines []string, max, ctx int) string {
+// most blocks.
+func errorBlocks(lines []string, most, ctx int) string {
 	var b strings.Builder
 	blocks, last := 0, -1
 	for i, l := range lines {
 		if !logfacts.IsKey(l) || i <= last {
 			continue
 		}
-		if blocks == max {
+		if blocks == most {
 			b.WriteString("[… more error lines condensed …]\n")
 			break
 		}
 		if blocks == 0 {
 			b.WriteString("errors:\n")
 		}
-		from, to := max0(i-ctx, last+1), min(len(lines), i+ctx+1)
+		from, to := max(i-ctx, last+1), min(len(lines), i+ctx+1)
 		if from > last+1 && last >= 0 {
 			b.WriteString("  …\n")
 		}
@@ -356,13 +369,6 @@ func errorBlocks(lines []string, max, ctx int) string {
 		blocks++
 	}
 	return b.String()
-}
-
-func max0(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // searchDigest: match and file counts, the files, the first matches.

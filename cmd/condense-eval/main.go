@@ -8,8 +8,9 @@
 //
 // A SESSION is a session file (*.traj.json, *.traj, *.jsonl), a folder of
 // them, or synthetic:SEED:CHARS. With none, the default suite runs: every
-// session of ../shared/corpus/raw at --corpus-window and two long
-// synthetic sessions at --window.
+// session of ../shared/corpus/raw at --corpus-window, in chat form and
+// converted to the Messages (Claude Code's sessions), Responses and Gemini
+// forms, and two long synthetic sessions at --window.
 package main
 
 import (
@@ -91,7 +92,7 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevant
 					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%s:%d", seed, chars(x)), Window: window, Length: x, Modes: modes})
 				}
 			}
-		case "messages", "responses":
+		case "messages", "responses", "gemini":
 			for _, l := range strings.Split(reasoningLengths, ",") {
 				x, err := strconv.ParseFloat(l, 64)
 				if err != nil || x <= 0 {
@@ -105,6 +106,30 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevant
 		}
 	}
 	return nil
+}
+
+// corpusFormats are the forms the default suite replays the corpus in:
+// chat completions, Claude Code's native Messages form (its own sessions
+// only), Responses (as Codex sends) and Gemini (as Gemini CLI sends).
+var corpusFormats = []string{"chat", "messages", "responses", "gemini"}
+
+// defaultSources is the default suite: each corpus session (files) in
+// each of corpusFormats at corpusWindow, then two long synthetic sessions
+// (content about 8× a 128k window) at window.
+func defaultSources(files []string, corpusWindow, window int) []eval.Source {
+	var out []eval.Source
+	for _, format := range corpusFormats {
+		for _, f := range files {
+			if format == "messages" && !strings.HasSuffix(f, ".jsonl") {
+				continue
+			}
+			out = append(out, eval.Source{Spec: f, Window: corpusWindow, Format: format})
+		}
+	}
+	for _, s := range []string{"synthetic:1:4000000", "synthetic:2:4000000"} {
+		out = append(out, eval.Source{Spec: s, Window: window})
+	}
+	return out
 }
 
 func run(ctx context.Context, args []string, stderr io.Writer) error {
@@ -126,9 +151,10 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	reasoningLengths := fs.String("reasoning-lengths", "2.5", "bill suite: lengths, in windows, of the Messages session with thinking and the Responses session with reasoning")
 	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
 	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
-	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages and responses (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in")
+	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages, responses and gemini (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in (chat, messages, responses, gemini)")
 	summaryTokens := fs.Int("summary-tokens", 1000, "default suite: the fake summarizer's summaries, of about this many tokens and keeping the facts of what they summarize, as a model's are (0: a short canned text, which understates what summaries cost)")
 	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
+	coldModes := fs.String("cold-modes", "auto", "modes whose chat replays also run the cold-turn arm: replayed again with the engine's clock moved by the idle gaps (\"\": none)")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -141,7 +167,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *update && set["dir"] {
 		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
 	}
-	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }}
+	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
+		ColdModes: splitList(*coldModes)}
 	if *summaryTokens > 0 {
 		cfg.SummaryTokens, cfg.FaithfulSummaries = *summaryTokens, true
 	}
@@ -180,7 +207,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
-		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog}
+		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog, ColdModes: cfg.ColdModes}
 		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}
@@ -194,20 +221,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("reading the corpus (%s): %w", *corpusDir, err)
 		}
-		// Each corpus session in chat form, in Responses form (as Codex
-		// sends), and Claude Code's also in their native Messages form.
-		for _, format := range []string{"chat", "messages", "responses"} {
-			for _, f := range files {
-				if format == "messages" && !strings.HasSuffix(f, ".jsonl") {
-					continue
-				}
-				cfg.Sources = append(cfg.Sources, eval.Source{Spec: f, Window: *corpusWindow, Format: format})
-			}
-		}
-		// Long sessions: content about 8× a 128k window.
-		for _, s := range []string{"synthetic:1:4000000", "synthetic:2:4000000"} {
-			cfg.Sources = append(cfg.Sources, eval.Source{Spec: s, Window: *window})
-		}
+		cfg.Sources = append(cfg.Sources, defaultSources(files, *corpusWindow, *window)...)
 	}
 	// Sessions given as arguments run in each format of --formats, as the
 	// corpus does (Messages form for Claude Code's .jsonl files only).
@@ -321,4 +335,16 @@ func outputs(update *bool, dir, out, jsonOut *string, set map[string]bool) error
 		}
 	}
 	return nil
+}
+
+// splitList splits a comma-separated flag, its items trimmed: "" is an
+// empty list (not nil).
+func splitList(s string) []string {
+	out := []string{}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

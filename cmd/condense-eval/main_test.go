@@ -72,3 +72,25 @@ func TestReportGoesElsewhereUnlessUpdate(t *testing.T) {
 		t.Error("-update with --dir accepted")
 	}
 }
+
+// TestDefaultSuiteForms: the default suite replays every corpus session in
+// chat, Responses and Gemini form, Claude Code's in Messages form too.
+func TestDefaultSuiteForms(t *testing.T) {
+	got := map[string][]string{}
+	for _, s := range defaultSources([]string{"a.jsonl", "b.traj.json"}, 32000, 128000) {
+		got[s.Format] = append(got[s.Format], s.Spec)
+		if !strings.HasPrefix(s.Spec, "synthetic:") && s.Window != 32000 {
+			t.Errorf("%s [%s] at window %d", s.Spec, s.Format, s.Window)
+		}
+	}
+	want := map[string]string{"chat": "a.jsonl b.traj.json", "messages": "a.jsonl", "responses": "a.jsonl b.traj.json", "gemini": "a.jsonl b.traj.json",
+		"": "synthetic:1:4000000 synthetic:2:4000000"}
+	for format, specs := range want {
+		if g := strings.Join(got[format], " "); g != specs {
+			t.Errorf("%q: %s, want %s", format, g, specs)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("forms %v", got)
+	}
+}

@@ -156,13 +156,19 @@ func TestSummaryAPI(t *testing.T) {
 	}
 }
 
-// TestGeminiCLICompaction: Gemini CLI's compression request (its last
-// user turn, as 0.61.0 sends it) is marked as the agent's compaction.
+// TestGeminiCLICompaction: Gemini CLI's compression requests (their last
+// user turn, as 0.61.0 sends them: the snapshot asked for, then its
+// verification after the model's snapshot) are marked as the agent's
+// compaction.
 func TestGeminiCLICompaction(t *testing.T) {
 	cs := cliSession(8, 3)
-	last := `{"role":"user","parts":[{"text":"Generate a new <state_snapshot> based on the provided history.\n\nFirst, reason in your scratchpad. Then, generate the updated <state_snapshot>."}]}`
-	r, err := New(sharedCounter).Scan(body(append(cs, `{"role":"model","parts":[{"text":"ok"}]}`, last)), o200k)
-	if err != nil || r.Compaction != "gemini-cli" {
-		t.Fatalf("compaction %q %v", r.Compaction, err)
+	for _, last := range []string{
+		`{"role":"user","parts":[{"text":"Generate a new <state_snapshot> based on the provided history.\n\nFirst, reason in your scratchpad. Then, generate the updated <state_snapshot>."}]}`,
+		`{"role":"user","parts":[{"text":"Critically evaluate the <state_snapshot> you just generated. Did you omit any specific technical details, file paths, tool results, or user constraints mentioned in the history? If anything is missing or could be more precise, generate a FINAL, improved <state_snapshot>. Otherwise, repeat the exact same <state_snapshot> again."}]}`,
+	} {
+		r, err := New(sharedCounter).Scan(body(append(cs, `{"role":"model","parts":[{"text":"<state_snapshot>ok</state_snapshot>"}]}`, last)), o200k)
+		if err != nil || r.Compaction != "gemini-cli" {
+			t.Fatalf("compaction %q %v: %.60s", r.Compaction, err, last)
+		}
 	}
 }

@@ -29,6 +29,9 @@ const (
 	// fileTokens is a file referenced by URI (fileData), whose size the
 	// request does not say.
 	fileTokens = 1290
+	// stringDelimiters are the tokens around a string value of a call's
+	// args or a response (structured).
+	stringDelimiters = 2
 )
 
 // opaqueTokens counts an opaque blob (audio, video or a PDF inline) as a
@@ -58,17 +61,17 @@ func (c *Codec) parts(enc string, v gjson.Result) int {
 }
 
 // part counts one part: text (thought text too) by its tokens, calls and
-// responses by their name and JSON, media at fixed estimates or by their
-// length; signatures as nothing.
+// responses by their name and structured value (structured), media at
+// fixed estimates or by their length; signatures as nothing.
 func (c *Codec) part(enc string, p gjson.Result) int {
 	if t := p.Get("text"); t.Exists() {
 		return c.counter.Text(enc, t.String())
 	}
 	if fc := field(p, "functionCall", "function_call"); fc.Exists() {
-		return c.counter.Text(enc, fc.Get("name").String()) + c.counter.Text(enc, fc.Get("args").Raw)
+		return c.counter.Text(enc, fc.Get("name").String()) + c.structured(enc, fc.Get("args"))
 	}
 	if fr := field(p, "functionResponse", "function_response"); fr.Exists() {
-		n := c.counter.Text(enc, fr.Get("name").String()) + c.counter.Text(enc, fr.Get("response").Raw)
+		n := c.counter.Text(enc, fr.Get("name").String()) + c.structured(enc, fr.Get("response"))
 		fr.Get("parts").ForEach(func(_, q gjson.Result) bool {
 			n += partOverhead + c.part(enc, q)
 			return true
@@ -91,6 +94,59 @@ func (c *Codec) part(enc string, p gjson.Result) int {
 		return c.counter.Text(enc, cr.Get("output").String())
 	}
 	return c.counter.Text(enc, p.Raw)
+}
+
+// structured counts a call's args or a response (a JSON value) as the
+// model reads structured data: its keys and punctuation, and each string
+// by its text plus stringDelimiters — not by the escapes of the request's
+// JSON, which double every newline and quote of a file or a command's
+// output. Google's published function-calling format (FunctionGemma's:
+// `response:name{output:<escape>…<escape>}`) delimits a string value with
+// one <escape> token each side and escapes nothing inside it; Gemini's own
+// rendering is not public. Counted so, a tool output costs what the same
+// text costs as a tool result in the other formats, where it is a string.
+func (c *Codec) structured(enc string, v gjson.Result) int {
+	if !v.Exists() {
+		return 0
+	}
+	var b strings.Builder
+	strs := renderStructured(&b, v)
+	return c.counter.Text(enc, b.String()) + stringDelimiters*strs
+}
+
+// renderStructured writes v to b as structured data reads to the model
+// (structured): objects as {key:value,…}, arrays as [value,…], strings
+// unescaped, other values as their JSON. It returns how many strings it
+// wrote.
+func renderStructured(b *strings.Builder, v gjson.Result) int {
+	if v.Type == gjson.String {
+		b.WriteString(v.Str)
+		return 1
+	}
+	if !v.IsObject() && !v.IsArray() {
+		b.WriteString(v.Raw)
+		return 0
+	}
+	obj, start, end := v.IsObject(), byte('['), byte(']')
+	if obj {
+		start, end = '{', '}'
+	}
+	b.WriteByte(start)
+	n, sep := 0, false
+	v.ForEach(func(k, x gjson.Result) bool {
+		if sep {
+			b.WriteByte(',')
+		}
+		sep = true
+		if obj {
+			b.WriteString(k.String())
+			b.WriteByte(':')
+		}
+		n += renderStructured(b, x)
+		return true
+	})
+	b.WriteByte(end)
+	return n
 }
 
 // countRest counts what is outside the contents: the system instruction,

@@ -100,6 +100,10 @@ type Options struct {
 	// KeepAliveClock schedules the keep-alive pings (a test's manual
 	// clock). Nil: the wall clock.
 	KeepAliveClock keepalive.Clock
+	// EngineClock is the condensing engine's clock (condense.Deps.Now):
+	// a test's or a replay's, whose idle gaps the engine sees (its cold
+	// turns). Nil: the wall clock.
+	EngineClock func() time.Time
 	// FeedMemory builds the conversations' memory even when nothing cfg
 	// turns on reads it (cfg.Memory.Enabled false): the engine feeds it,
 	// the proxy neither adds the recall tool nor answers from it, and
@@ -442,6 +446,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		DigestMaxTokens:     cfg.Selective.LLMDigestMaxTokens,
 		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
 		Defer:               cfg.Condense.Defer,
+		NoColdTurns:         !cfg.Condense.ColdTurns,
 		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
 		HoldoutShare:        cfg.Condense.HoldoutShare,
 	}
@@ -459,6 +464,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		Summarizer: sum,
 		Observer:   a.Metrics,
 		Logger:     a.Log,
+		Now:        o.EngineClock,
 	}
 	if a.Memory != nil {
 		deps.Memory = a.Memory

@@ -15,7 +15,8 @@ import (
 // buildKeepAlive makes the keep-alive Keeper when cfg.KeepAlive.Enabled:
 // the registry's cache prices and lifetimes, keepalive.models' globs,
 // Redis (when configured) for the owner tokens and the lock, the proxy's
-// transport; and its metrics. Off, a.KeepAlive stays nil.
+// transport, the engine told of every ping that read a cache (its cold
+// turns); and its metrics. Off, a.KeepAlive stays nil.
 func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 	kc := a.Config.KeepAlive
 	if !kc.Enabled {
@@ -33,6 +34,10 @@ func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 		MinPrefixTokens: kc.MinPrefixTokens,
 		Clock:           o.KeepAliveClock,
 		Logger:          a.Log,
+	}
+	if a.Engine != nil {
+		// A conversation its pings keep warm is not cold for the engine.
+		ko.Warmed = a.Engine.Warmed
 	}
 	if globs := kc.Models; len(globs) > 0 {
 		ko.Match = func(model string) bool {

@@ -112,7 +112,7 @@ func TestClaudeMessagesKeepsStrings(t *testing.T) {
 }
 
 // TestSharedCorpusNativeForms converts every shared-corpus session to its
-// native forms and has the strict fakes check every request unmodified.
+// native forms (Responses and Gemini; Messages for Claude Code's) and has the strict fakes check every request unmodified.
 func TestSharedCorpusNativeForms(t *testing.T) {
 	dir := sharedCorpus(t)
 	files, err := Files(dir)
@@ -152,6 +152,17 @@ func TestSharedCorpusNativeForms(t *testing.T) {
 			if reasoning == 0 && withReasoning > 0 {
 				t.Errorf("%d reasoning messages, no reasoning item", withReasoning)
 			}
+			gm := Gemini(s)
+			if gm.Turns() < 5 {
+				t.Errorf("only %d Gemini requests", gm.Turns())
+			}
+			for k := range gm.Turns() {
+				body, _ := gm.Request(k)
+				if err := fakeupstream.ValidateGemini(body, fakeupstream.Signer{}); err != nil {
+					t.Fatalf("Gemini request %d rejected: %v", k, err)
+				}
+			}
+			t.Logf("%d Gemini requests (%d Responses requests)", gm.Turns(), r.Turns())
 			if !strings.HasSuffix(f, ".jsonl") {
 				return
 			}

@@ -88,13 +88,17 @@ func Responses(s *Session) *ResponsesSession {
 	}
 	tools := []tool{}
 	for _, name := range s.Tools {
-		tools = append(tools, tool{Type: "function", Name: name, Description: "The session's " + name + " tool.",
+		tools = append(tools, tool{Type: "function", Name: name, Description: toolDescription(name),
 			Parameters: map[string]any{"type": "object", "properties": map[string]any{}}})
 	}
 	b, _ := json.Marshal(tools)
 	r.tools = string(b)
 	return r
 }
+
+// toolDescription describes a tool of a converted session, whose
+// recording names it only.
+func toolDescription(name string) string { return "The session's " + name + " tool." }
 
 // Turns returns how many requests the session holds.
 func (r *ResponsesSession) Turns() int { return len(r.ends) }

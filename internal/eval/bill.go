@@ -18,18 +18,28 @@ type Pricing struct {
 	// summarizer priced like the main model: input 1, output at the output
 	// price).
 	SummaryIn, SummaryOut float64
+	// MinPrefix is the shortest prefix the provider caches; 0:
+	// minCachedPrefix.
+	MinPrefix int
 }
 
 // Pricings are the bills reported: Anthropic-style (cache reads at 0.1,
 // cache writes at 1.25 of the input price; output 5× input, as for Claude
-// Sonnet), OpenAI-style (cached input at 0.5; output 4× input, as for
-// gpt-4o), and Anthropic-style with condense.summary_model naming a small
-// model (a third of the main model's prices, as Claude Haiku is of
-// Sonnet's).
+// Sonnet), OpenAI before GPT-5.6 (cached input at 0.5, writes free;
+// output 4× input, as for gpt-4o), Anthropic-style with
+// condense.summary_model naming a small model (a third of the main
+// model's prices, as Claude Haiku is of Sonnet's), OpenAI from GPT-5.6
+// on (reads 0.1, writes 1.25, as the registry's openAI56Tiers; output 8×
+// input, as for the GPT-5 family), and Gemini-style (the registry's
+// family for gemini-2.5-pro, the model the Gemini form names: implicit
+// cache reads at 0.1, no write premium, prefixes from 4096 tokens;
+// output 8× input, $10 to $1.25).
 var Pricings = []Pricing{
 	{Name: "anthropic", Cached: 0.1, Fresh: 1.25, SummaryIn: 1, SummaryOut: 5},
 	{Name: "openai", Cached: 0.5, Fresh: 1, SummaryIn: 1, SummaryOut: 4},
 	{Name: "anthropic-small-summarizer", Cached: 0.1, Fresh: 1.25, SummaryIn: 1.0 / 3, SummaryOut: 5.0 / 3},
+	{Name: "openai-gpt-5.6", Cached: 0.1, Fresh: 1.25, SummaryIn: 1, SummaryOut: 8},
+	{Name: "gemini", Cached: 0.1, Fresh: 1, SummaryIn: 1, SummaryOut: 8, MinPrefix: 4096},
 }
 
 // minCachedPrefix is the shortest prefix providers cache (1024 tokens).
@@ -48,6 +58,9 @@ func cachedPart(cached int) int {
 // requestBill is one forwarded request's price under p.
 func (p Pricing) requestBill(forwarded, cached int) float64 {
 	c := cachedPart(min(cached, forwarded))
+	if c < p.MinPrefix {
+		c = 0
+	}
 	return p.Cached*float64(c) + p.Fresh*float64(forwarded-c)
 }
 
@@ -62,10 +75,17 @@ func billRows(rows []Row) {
 	}
 	for i := range rows {
 		r := &rows[i]
-		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer = -1, -1, -1
+		r.BillAnthropic, r.BillOpenAI, r.BillSmallSummarizer, r.BillGPT56, r.BillGemini = -1, -1, -1, -1, -1
+		r.BillIdle, r.BillCold = -1, -1
 		o, ok := off[r.Session]
 		if !ok {
 			continue
+		}
+		if o.billIdle > 0 && r.billIdle >= 0 {
+			r.BillIdle = r.billIdle / o.billIdle
+			if r.billCold >= 0 {
+				r.BillCold = r.billCold / o.billIdle
+			}
 		}
 		if o.billAnthropic > 0 {
 			r.BillAnthropic = r.billAnthropic / o.billAnthropic
@@ -76,6 +96,12 @@ func billRows(rows []Row) {
 		}
 		if o.billSmall > 0 {
 			r.BillSmallSummarizer = r.billSmall / o.billSmall
+		}
+		if o.billGPT56 > 0 {
+			r.BillGPT56 = r.billGPT56 / o.billGPT56
+		}
+		if o.billGemini > 0 {
+			r.BillGemini = r.billGemini / o.billGemini
 		}
 	}
 }
@@ -188,24 +214,35 @@ func (r *Report) CheckBill(g BillGoals) []string {
 	return out
 }
 
+// Bill is the row's bill of record, as a ratio to mode off: Gemini-style
+// for the Gemini form (the prices its planner plans with), Anthropic-style
+// for the others.
+func (r Row) Bill() float64 {
+	if r.Format == "gemini" {
+		return r.BillGemini
+	}
+	return r.BillAnthropic
+}
+
 // CheckCorpusBill returns the corpus sessions of a default-suite report
-// that miss issue 18's goals: auto's bill at most the cheaper of full-llm's
-// and selective's plus slack, and no mode above mode off.
+// that miss issue 18's goals: auto's bill (Row.Bill) at most the cheaper
+// of full-llm's and selective's plus slack, and no mode above mode off.
 func (r *Report) CheckCorpusBill(slack float64) []string {
 	var out []string
 	type key struct{ session, format string }
 	bills := map[key]map[string]float64{}
 	for _, row := range r.Rows {
-		if strings.HasPrefix(row.Session, "synthetic-") || row.Mode == "off" || row.BillAnthropic < 0 {
+		if strings.HasPrefix(row.Session, "synthetic-") || row.Mode == "off" || row.Bill() < 0 {
 			continue
 		}
 		k := key{row.Session, row.Format}
 		if bills[k] == nil {
 			bills[k] = map[string]float64{}
 		}
-		bills[k][row.Mode] = row.BillAnthropic
-		if row.BillAnthropic > 1 {
-			out = append(out, fmt.Sprintf("%s [%s] %s: bill %.3f > 1, above mode off", row.Session, row.Format, row.Mode, row.BillAnthropic))
+		bill := row.Bill()
+		bills[k][row.Mode] = bill
+		if bill > 1 {
+			out = append(out, fmt.Sprintf("%s [%s] %s: bill %.3f > 1, above mode off", row.Session, row.Format, row.Mode, bill))
 		}
 	}
 	for k, b := range bills {

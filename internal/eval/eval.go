@@ -56,7 +56,8 @@ type Source struct {
 	// Format is the wire format the session is replayed in: "" or "chat"
 	// (chat completions), "messages" (Claude Code sessions in their native
 	// Anthropic Messages form), "responses" (any session converted to
-	// OpenAI Responses items, as Codex sends them).
+	// OpenAI Responses items, as Codex sends them), "gemini" (any session
+	// converted to Gemini contents, as Gemini CLI sends them).
 	Format string
 	// Length is the session's length in windows, when the suite chose it
 	// (the bill suite's goals depend on it); 0: not set.
@@ -73,7 +74,9 @@ type Config struct {
 	Threshold float64 // default 0.8
 	Target    float64 // default 0.5
 	// Model, if set, is the model entry of the replays (its prompt-cache
-	// prices are what the planner plans with); nil: the harness's.
+	// prices are what the planner plans with); nil: the harness's. The
+	// Gemini form's replays take its window and encoding, and the
+	// registry's prices for the model they name (geminiModel).
 	Model *config.ModelConfig
 	// SummaryTokens pads the fake's canned summaries to about this many
 	// tokens (0: the short canned text).
@@ -89,6 +92,10 @@ type Config struct {
 	// ProxyLog, when set, receives the proxy's own log (a line per
 	// request, with what was applied and why); nil: discarded.
 	ProxyLog *slog.Logger
+	// ColdModes names the modes whose chat replays also run the
+	// cold-turn arm (cold.go): replayed again with the engine's clock
+	// moved by the idle gaps. Nil: auto only; empty: none.
+	ColdModes []string
 }
 
 // Row is one session replayed in one mode.
@@ -146,8 +153,13 @@ type Row struct {
 	BillOpenAI    float64 `json:"bill_openai"`
 	// BillSmallSummarizer: Anthropic-style with the summarizer priced as
 	// a small summary_model (Pricings[2]).
-	BillSmallSummarizer float64   `json:"bill_small_summarizer"`
-	BillSeries          []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
+	BillSmallSummarizer float64 `json:"bill_small_summarizer"`
+	// BillGPT56: OpenAI's prices from GPT-5.6 on (Pricings[3]).
+	BillGPT56 float64 `json:"bill_gpt56"`
+	// BillGemini: Gemini-style (Pricings[4]), the bill of record of the
+	// Gemini form (Row.Bill).
+	BillGemini float64   `json:"bill_gemini"`
+	BillSeries []float64 `json:"bill_series"` // Anthropic-style bill of each request, summarizer calls excluded
 	// The Anthropic-style bill in parts, as ratios to mode off's whole
 	// bill: cache reads, fresh (written) input, the summarizer.
 	BillReads      float64 `json:"bill_reads"`
@@ -165,9 +177,33 @@ type Row struct {
 	// with those gaps (-1: not estimated).
 	IdleGaps        int     `json:"idle_gaps"`
 	KeepAliveSaving float64 `json:"keepalive_saving"`
+	// Cold turns over idle gaps (cold.go), chat replays in mode off and
+	// the modes of Config.ColdModes: ColdIdleGaps is the gaps drawn
+	// (before every request that carries a user message after the
+	// agent's last step), ColdGaps those longer than the cache's lifetime
+	// (the request after each writes its whole prompt). The session is
+	// replayed twice more, the engine's clock moved by the gaps: BillIdle
+	// is the Anthropic-style bill with the gaps of the replay with cold
+	// turns off (condense.cold_turns: false), BillCold of the one with
+	// them on, both as ratios to mode off's bill with the gaps (-1: not
+	// replayed); IdleFacts* are the facts of the first, ColdFacts* of the
+	// second (as FactsSeen, FactsKept and FactsByKind are this replay's),
+	// ColdTurns the requests it condensed cold.
+	ColdIdleGaps    int                         `json:"cold_idle_gaps"`
+	ColdGaps        int                         `json:"cold_gaps"`
+	BillIdle        float64                     `json:"bill_idle"`
+	BillCold        float64                     `json:"bill_cold"`
+	ColdTurns       int                         `json:"cold_turns"`
+	IdleFactsSeen   int                         `json:"idle_facts_seen"`
+	IdleFactsKept   int                         `json:"idle_facts_kept"`
+	IdleFactsByKind map[string]replay.FactCount `json:"idle_facts_by_kind,omitempty"`
+	ColdFactsSeen   int                         `json:"cold_facts_seen"`
+	ColdFactsKept   int                         `json:"cold_facts_kept"`
+	ColdFactsByKind map[string]replay.FactCount `json:"cold_facts_by_kind,omitempty"`
 
-	billAnthropic, billOpenAI, billSmall float64 // absolute, for the ratios
-	reads, writes, sumBill               float64 // absolute parts of billAnthropic
+	billAnthropic, billOpenAI, billSmall, billGPT56, billGemini float64 // absolute, for the ratios
+	reads, writes, sumBill                                      float64 // absolute parts of billAnthropic
+	billIdle, billCold                                          float64 // absolute; billCold -1: not replayed
 }
 
 // Report is the outcome of Run.
@@ -239,6 +275,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	coldModes := cfg.ColdModes
+	if coldModes == nil {
+		coldModes = []string{"auto"}
+	}
 	rep := &Report{Threshold: cfg.Threshold, SummaryTokens: cfg.SummaryTokens, Generated: time.Now().UTC().Format("2006-01-02")}
 	counter := tokenizer.New(tokenizer.Options{})
 	for _, src := range cfg.Sources {
@@ -269,6 +309,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			native = ms
 		case replay.FormatResponses:
 			native = corpus.Responses(sess)
+		case replay.FormatGemini:
+			native = corpus.Gemini(sess)
 		default:
 			return rep, fmt.Errorf("%s: unknown format %q", src.Spec, src.Format)
 		}
@@ -280,38 +322,74 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if len(src.Modes) > 0 && !slices.Contains(src.Modes, m.Name) {
 				continue
 			}
-			conv := &conversationOf{}
-			st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
-				Counter: counter, Model: cfg.Model, Configure: m.Configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
-				Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv})
-			opts := replay.Options{
-				ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
-				Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
+			model := cfg.Model
+			if src.Format == replay.FormatGemini {
+				model = geminiModel(cfg.Model)
 			}
-			var res *replay.Result
-			if native == nil {
-				res, err = replay.Run(ctx, sess, st.Fake, counter, opts)
-			} else {
-				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter}}
+			// replayOnce replays the session through a stack of its own
+			// whose engine reads now (nil: the wall clock), before, if
+			// set, called before each request.
+			replayOnce := func(now func() time.Time, before func(int), configure func(*config.Config)) (*replay.Result, error) {
+				conv := &conversationOf{}
+				st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
+					Counter: counter, Model: model, Configure: configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
+					Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv, Now: now})
+				defer st.Close()
+				opts := replay.Options{
+					ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
+					Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
+					Before: before,
+				}
+				if native == nil {
+					return replay.Run(ctx, sess, st.Fake, counter, opts)
+				}
+				up := replay.Upstream{Chat: st.Fake, Messages: &fakeupstream.Messages{Counter: counter}, Responses: &fakeupstream.Responses{Counter: counter},
+					Gemini: &fakeupstream.Gemini{Counter: counter}}
+				var summarize func([]byte) (int, string)
 				if cfg.SummaryTokens > 0 {
-					up.Messages.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
-					up.Responses.Summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
+					summarize = harness.CannedSummaryOf(cfg.SummaryTokens)
 				}
 				if cfg.FaithfulSummaries {
-					up.Messages.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
-					up.Responses.Summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
+					summarize = harness.FaithfulSummaryOf(cmp.Or(cfg.SummaryTokens, 1000))
 				}
-				st.SetUpstream(fakeupstream.Mux(st.Fake, up.Messages, up.Responses))
-				res, err = replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
+				up.Messages.Summarize, up.Responses.Summarize, up.Gemini.Summarize = summarize, summarize, summarize
+				st.SetUpstream(fakeupstream.WithGemini(fakeupstream.Mux(st.Fake, up.Messages, up.Responses), up.Gemini))
+				return replay.RunNative(ctx, sess.Name+" ["+src.Format+"]", src.Format, native, up, counter, opts)
 			}
-			st.Close()
+			res, err := replayOnce(nil, nil, m.Configure)
 			if err != nil {
 				return rep, fmt.Errorf("%s in mode %s: %w", sess.Name, m.Name, err)
 			}
 			row := summarize(res, m.Name, src.Window)
-			row.KeepAliveSaving = -1
+			row.KeepAliveSaving, row.billIdle, row.billCold = -1, -1, -1
 			if native == nil {
 				keepAliveRow(&row, res, sess, cfg.Every)
+				gaps := idleGaps(sess, cfg.Every)
+				if m.Name == "off" {
+					idleRow(&row, res, gaps)
+				} else if slices.Contains(coldModes, m.Name) {
+					// The two arms over the gaps, the engine's clock moved
+					// by them: cold turns off, then on.
+					arm := func(cold bool) (*replay.Result, error) {
+						clock := newReplayClock(gaps)
+						return replayOnce(clock.Now, clock.before, func(c *config.Config) {
+							if m.Configure != nil {
+								m.Configure(c)
+							}
+							c.Condense.ColdTurns = cold
+						})
+					}
+					without, err := arm(false)
+					if err != nil {
+						return rep, fmt.Errorf("%s in mode %s over idle gaps: %w", sess.Name, m.Name, err)
+					}
+					with, err := arm(true)
+					if err != nil {
+						return rep, fmt.Errorf("%s in mode %s over idle gaps, cold turns: %w", sess.Name, m.Name, err)
+					}
+					idleRow(&row, without, gaps)
+					coldArm(&row, with, gaps)
+				}
 			}
 			row.Format = src.Format
 			row.Length = src.Length
@@ -327,10 +405,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Rows = append(rep.Rows, row)
 			billRows(rep.Rows)
 			row = rep.Rows[len(rep.Rows)-1]
-			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d, prefix %.3f, bill %.2f", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected, row.PrefixStability, row.BillAnthropic)
+			logf("%s %s: %d requests, %d condensed, saved %.0f%%, rejected %d, prefix %.3f, bill %.2f", row.Session, row.Mode, row.Requests, row.Condensed, 100*row.Saved, row.Rejected, row.PrefixStability, row.Bill())
 		}
 	}
 	return rep, nil
+}
+
+// geminiModel is m for the Gemini form's replays: its window, encoding and
+// safety factor, and no prompt-cache prices of its own, so that the
+// registry prices the model their path names (corpus.GeminiModel) as its
+// Gemini family (implicit cache reads at 0.1, writes at the input price,
+// prefixes from 1024 or 4096 tokens). Nil stays nil: the harness's entry
+// has no prices either.
+func geminiModel(m *config.ModelConfig) *config.ModelConfig {
+	if m == nil {
+		return nil
+	}
+	g := *m
+	g.CacheRead, g.CacheWrite, g.CacheTTL, g.MinCachedPrefix, g.InputPricePerMTok = 0, 0, 0, 0, 0
+	return &g
 }
 
 func summarize(res *replay.Result, mode string, window int) Row {
@@ -378,15 +471,13 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.billAnthropic += bill
 		row.billOpenAI += Pricings[1].requestBill(r.FwdCounted, r.CachedTokens)
 		row.billSmall += Pricings[2].requestBill(r.FwdCounted, r.CachedTokens)
+		row.billGPT56 += Pricings[3].requestBill(r.FwdCounted, r.CachedTokens)
+		row.billGemini += Pricings[4].requestBill(r.FwdCounted, r.CachedTokens)
 		cached += cachedPart(min(r.CachedTokens, r.FwdCounted))
 		fwd += r.FwdCounted
 	}
 	for i, p := range Pricings {
-		// A call asked in place reads what the provider cached of the
-		// conversation at the cached price, and writes the rest.
-		plain := res.SummarizerTokensIn - res.SummarizerTokensCached - res.SummarizerTokensInPlace
-		sum := p.SummaryIn*float64(plain) + p.Cached*float64(res.SummarizerTokensCached) +
-			max(p.SummaryIn, p.Fresh)*float64(res.SummarizerTokensInPlace) + p.SummaryOut*float64(res.SummarizerTokensOut)
+		sum := summarizerBill(res, p)
 		switch i {
 		case 0:
 			row.billAnthropic += sum
@@ -395,6 +486,10 @@ func summarize(res *replay.Result, mode string, window int) Row {
 			row.billOpenAI += sum
 		case 2:
 			row.billSmall += sum
+		case 3:
+			row.billGPT56 += sum
+		case 4:
+			row.billGemini += sum
 		}
 	}
 	if fwd > 0 {
@@ -415,6 +510,15 @@ func summarize(res *replay.Result, mode string, window int) Row {
 		row.LatencyP99Ms = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
 	return row
+}
+
+// summarizerBill is what res's summarizer calls cost under p. A call asked
+// in place reads what the provider cached of the conversation at the
+// cached price, and writes the rest.
+func summarizerBill(res *replay.Result, p Pricing) float64 {
+	plain := res.SummarizerTokensIn - res.SummarizerTokensCached - res.SummarizerTokensInPlace
+	return p.SummaryIn*float64(plain) + p.Cached*float64(res.SummarizerTokensCached) +
+		max(p.SummaryIn, p.Fresh)*float64(res.SummarizerTokensInPlace) + p.SummaryOut*float64(res.SummarizerTokensOut)
 }
 
 // Check returns the failures the CI gate cares about: any rejected

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,8 +136,14 @@ func TestBillGate(t *testing.T) {
 		t.Error(p)
 	}
 	for _, row := range rep.Rows {
-		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.CachedShare <= 0) {
+		if row.Mode != "off" && (row.BillAnthropic <= 0 || row.BillOpenAI <= 0 || row.BillGPT56 <= 0 || row.CachedShare <= 0) {
 			t.Errorf("%s: bill not measured (%+v)", row.Mode, row)
+		}
+		// GPT-5.6 prices the prompt as Anthropic does and the summary's
+		// output dearer: equal bills without a summarizer's output,
+		// dearer with it.
+		if d := row.BillGPT56 - row.BillAnthropic; row.SummarizerOut == 0 && math.Abs(d) > 1e-9 || row.SummarizerOut > 0 && d <= 0 {
+			t.Errorf("%s: GPT-5.6 bill %.4f vs Anthropic %.4f with %d summary tokens out", row.Mode, row.BillGPT56, row.BillAnthropic, row.SummarizerOut)
 		}
 		if row.SummarizerTokens > 0 && !(row.BillSmallSummarizer < row.BillAnthropic) {
 			t.Errorf("%s: a small summary model should cost less: %.3f vs %.3f", row.Mode, row.BillSmallSummarizer, row.BillAnthropic)
@@ -146,5 +153,24 @@ func TestBillGate(t *testing.T) {
 		if svg := rep.BillSVG(s); !strings.Contains(svg, "polyline") {
 			t.Errorf("%s: bill chart has no lines", s)
 		}
+	}
+}
+
+// TestChartNames: a session replayed in several forms has a chart per
+// form.
+func TestChartNames(t *testing.T) {
+	seen := map[string]string{}
+	for _, s := range []string{"a.jsonl", "a.jsonl [messages]", "a.jsonl [responses]", "a.jsonl [gemini]", "b.traj.json", "b.traj.json [gemini]", "synthetic-1-4000k"} {
+		n := ChartName(s)
+		if prev, ok := seen[n]; ok {
+			t.Errorf("%q and %q share the chart %s", prev, s, n)
+		}
+		seen[n] = s
+	}
+	if got := ChartName("x y.jsonl [gemini]"); got != "x_y-gemini.svg" {
+		t.Errorf("chart %s", got)
+	}
+	if got := BillChartName("a.traj.json"); got != "a.traj-bill.svg" {
+		t.Errorf("bill chart %s", got)
 	}
 }

@@ -10,9 +10,15 @@ import (
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// ChartName is the file name of a session's chart.
+// ChartName is the file name of a session's chart: its file's name
+// without the extension, and the form it was replayed in when not chat
+// ("x.jsonl [gemini]": x-gemini.svg).
 func ChartName(session string) string {
-	return unsafeName.ReplaceAllString(strings.TrimSuffix(session, filepath.Ext(session)), "_") + ".svg"
+	form := ""
+	if i := strings.LastIndex(session, " ["); i >= 0 && strings.HasSuffix(session, "]") {
+		session, form = session[:i], "-"+session[i+2:len(session)-1]
+	}
+	return unsafeName.ReplaceAllString(strings.TrimSuffix(session, filepath.Ext(session))+form, "_") + ".svg"
 }
 
 var palette = map[string]string{
@@ -237,13 +243,17 @@ cache serves: each request's longest prefix identical to the conversation's prev
 at least 1024 tokens. *bill* is what the session costs in that mode as a ratio to mode off on the same
 session (every request, plus the summarizer priced like the main model: its input at the input price, its
 output at the output price; a summary asked in place reads the leading items it shares with a request
-forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under two pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
-a cache write —, output 5× input) and **OpenAI-style** (cached 0.5, the rest 1, output 4× input); *small
-summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of the
-main model (as Claude Haiku is of Sonnet).
+forwarded before it at the cached price, and the rest at the dearer of the input and write prices), under four pricings: **Anthropic-style** (cached prefix 0.1, the rest 1.25 —
+a cache write —, output 5× input), **GPT-5.6** (OpenAI from the GPT-5.6 family on: reads 0.1, writes 1.25,
+output 8× input), **OpenAI before GPT-5.6** (cached 0.5, writes free, output 4× input, as gpt-4o) and
+**Gemini-style** (Gemini 2.5 Pro's implicit cache: cached 0.1 from 4,096 tokens, the rest 1, output 8× input);
+*small summarizer* is Anthropic-style with condense.summary_model naming a small model priced at a third of
+the main model (as Claude Haiku is of Sonnet). The replays plan with Anthropic's prices, which GPT-5.6's
+equal, except in the Gemini form (*[gemini]*), where they plan with the registry's Gemini family (reads 0.1,
+writes 1) and the Gemini-style bill is the one the checks hold.
 
-| session | window | mode | prefix | cached | bill (Anthropic) | bill (OpenAI) | bill (small summarizer) | summarizer in (cached) / out |
-|---|---|---|---|---|---|---|---|---|
+| session | window | mode | prefix | cached | bill (Anthropic) | bill (GPT-5.6) | bill (OpenAI before 5.6) | bill (Gemini) | bill (small summarizer) | summarizer in (cached) / out |
+|---|---|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		bill := func(v float64) string {
@@ -252,10 +262,12 @@ main model (as Claude Haiku is of Sonnet).
 			}
 			return fmt.Sprintf("%.2f", v)
 		}
-		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
-			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillOpenAI), bill(row.BillSmallSummarizer), row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
+		fmt.Fprintf(&b, "| %s | %dk | %s | %.3f | %s | %s | %s | %s | %s | %s | %dk (%dk) / %dk |\n", row.Session, row.Window/1000, row.Mode,
+			row.PrefixStability, pct(row.CachedShare), bill(row.BillAnthropic), bill(row.BillGPT56), bill(row.BillOpenAI), bill(row.BillGemini), bill(row.BillSmallSummarizer),
+			row.SummarizerTokens/1000, row.SummarizerCached/1000, row.SummarizerOut/1000)
 	}
 	b.WriteString(r.keepAliveMarkdown())
+	b.WriteString(r.coldMarkdown("## Cold turns over idle gaps"))
 	if r.BillSuite != nil {
 		b.WriteString(r.BillSuite.BillMarkdown())
 	}
@@ -311,12 +323,13 @@ bill (cache reads 0.1, writes 1.25, a 5-minute cache; output 5× input), the sum
 decisions, edited paths — what the built-in prompt asks a model to keep). Modes: **full**, **selective**,
 **auto**; **selective-eager** (selective.eager, at 2.5×); **full-defer**, **selective-defer**, **auto-defer**
 (condense.defer, at 1×); **auto-relevant** (memory.relevant_context, at 10×). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
-*writes* and *summ.* are its parts (cache reads, input written, the summarizer); *avg fwd* is the average
+*writes* and *summ.* are its parts (cache reads, input written, the summarizer); *GPT-5.6* is the same replay
+billed at OpenAI's prices from the GPT-5.6 family on (reads 0.1, writes 1.25, output 8× input); *avg fwd* is the average
 forwarded request; *facts* are planted facts present in a condensed request as sent and still present as
 forwarded, with the share over selectively condensed requests in brackets.
 
-| session | format | × window | mode | req | max fwd | avg fwd | prefix | bill | reads | writes | summ. | facts |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| session | format | × window | mode | req | max fwd | avg fwd | prefix | bill | reads | writes | summ. | GPT-5.6 | facts |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 `)
 	for _, row := range r.Rows {
 		facts := "—"
@@ -326,8 +339,8 @@ forwarded, with the share over selectively condensed requests in brackets.
 		if row.SelectiveFactsSeen > 0 {
 			facts += fmt.Sprintf(" (%s)", pct(float64(row.SelectiveFactsKept)/float64(row.SelectiveFactsSeen)))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %g | %s | %d | %dk | %dk | %.3f | %.2f | %.2f | %.2f | %.2f | %s |\n", row.Session, row.Format, row.Length, row.Mode,
-			row.Requests, row.MaxForwarded/1000, row.ForwardedAvg/1000, row.PrefixStability, row.BillAnthropic, row.BillReads, row.BillWrites, row.BillSummarizer, facts)
+		fmt.Fprintf(&b, "| %s | %s | %g | %s | %d | %dk | %dk | %.3f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", row.Session, row.Format, row.Length, row.Mode,
+			row.Requests, row.MaxForwarded/1000, row.ForwardedAvg/1000, row.PrefixStability, row.BillAnthropic, row.BillReads, row.BillWrites, row.BillSummarizer, row.BillGPT56, facts)
 	}
 	if problems := r.CheckBill(IssueGoals); len(problems) > 0 {
 		b.WriteString("\nGoals missed (issue 18's, and issue 21's for the relevant-context block):\n\n")
@@ -341,6 +354,40 @@ forwarded, with the share over selectively condensed requests in brackets.
 		fmt.Fprintf(&b, "\nGenerated by `%s`.\n", r.Command)
 	}
 	b.WriteString(factsMarkdown("### What the agent still knows in the bill suite", r.Rows))
+	b.WriteString(r.coldMarkdown("### Cold turns in the bill suite"))
+	return b.String()
+}
+
+// coldMarkdown is the cold-turn section, under heading: the chat rows
+// priced with the idle gaps, without and with cold turns.
+func (r *Report) coldMarkdown(heading string) string {
+	var b strings.Builder
+	b.WriteString("\n" + heading + "\n\n")
+	b.WriteString(`Idle gaps are drawn as keep-alive's are (a 5-minute cache), before every request that carries a user message
+after the agent's last step — after a turn-ending answer, or a follow-up while the agent worked (the generated
+sessions' only kind); *past TTL* are the gaps longer than the cache's lifetime, after which a request writes its
+whole prompt again. Each chat session is replayed twice more, the proxy's engine on a clock moved by the gaps:
+*bill, gaps* with cold turns off (condense.cold_turns: false), *bill, cold turns* with them on — after a gap past
+the cache's lifetime a request over the threshold is condensed to the target and the warm requests after it keep
+its prefix; both as ratios to mode off's bill with the same gaps. *cold* is the requests condensed cold; *facts*
+are kept by kind in each replay (as in *What the agent still knows*).
+
+| session | window | mode | idle gaps | past TTL | cold | bill, gaps | bill, cold turns | facts, gaps | facts, cold turns |
+|---|---|---|---|---|---|---|---|---|---|
+`)
+	n := 0
+	for _, row := range r.Rows {
+		if row.BillIdle < 0 || row.BillCold < 0 || row.Mode == "off" {
+			continue
+		}
+		n++
+		idle, cold := Row{FactsByKind: row.IdleFactsByKind}, Row{FactsByKind: row.ColdFactsByKind}
+		fmt.Fprintf(&b, "| %s | %dk | %s | %d | %d | %d | %.3f | %.3f | %s | %s |\n", row.Session, row.Window/1000, row.Mode,
+			row.ColdIdleGaps, row.ColdGaps, row.ColdTurns, row.BillIdle, row.BillCold, idle.FactsByKindText(), cold.FactsByKindText())
+	}
+	if n == 0 {
+		return "\n" + heading + "\n\nNo chat session was replayed in a mode that condenses, beside mode off.\n"
+	}
 	return b.String()
 }
 

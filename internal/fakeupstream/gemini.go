@@ -118,12 +118,7 @@ func writeGoogleError(w http.ResponseWriter, e *APIError) {
 
 // ServeHTTP implements http.Handler.
 func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	pause(r, g.Delay)
-	fail := func(e *APIError, tokens int) {
-		g.add(r, body, e.Status, tokens, e.Message)
-		writeGoogleError(w, e)
-	}
+	body, fail, err := g.receive(w, r, g.Delay, writeGoogleError)
 	if err != nil {
 		fail(invalid("reading body: %v", err), 0)
 		return
@@ -407,11 +402,20 @@ func sameNames(calls, responses []gjson.Result) bool {
 
 // CountGemini counts a Gemini request as the fake bills it: every text,
 // call and response of the contents, the system instruction and the
-// tools, with the o200k encoding, plus 4 per content.
+// tools, with the o200k encoding, plus 4 per content. A call's args and a
+// response are structured data, read as Google's published
+// function-calling format (FunctionGemma's) lays it out: keys and
+// punctuation, each string unescaped between two delimiter tokens.
 func CountGemini(c *tokenizer.Counter, body []byte) int {
 	root := gjson.ParseBytes(body)
 	n := 0
 	text := func(s string) { n += c.Text(tokenizer.O200kBase, s) }
+	structured := func(name string, v gjson.Result) {
+		var b strings.Builder
+		b.WriteString(name)
+		n += 2 * structuredText(&b, v)
+		text(b.String())
+	}
 	var part func(p gjson.Result)
 	part = func(p gjson.Result) {
 		n += 2
@@ -419,9 +423,9 @@ func CountGemini(c *tokenizer.Counter, body []byte) int {
 		case p.Get("text").Exists():
 			text(p.Get("text").String())
 		case p.Get("functionCall").Exists():
-			text(p.Get("functionCall.name").String() + p.Get("functionCall.args").Raw)
+			structured(p.Get("functionCall.name").String(), p.Get("functionCall.args"))
 		case p.Get("functionResponse").Exists():
-			text(p.Get("functionResponse.name").String() + p.Get("functionResponse.response").Raw)
+			structured(p.Get("functionResponse.name").String(), p.Get("functionResponse.response"))
 		case p.Get("inlineData").Exists():
 			n += 258
 		default:
@@ -444,5 +448,39 @@ func CountGemini(c *tokenizer.Counter, body []byte) int {
 		text(t.Raw)
 		return true
 	})
+	return n
+}
+
+// structuredText writes v as a model reads structured data (CountGemini):
+// {key:value,…}, [value,…], strings unescaped, other values as their
+// JSON. It returns how many strings it wrote.
+func structuredText(b *strings.Builder, v gjson.Result) int {
+	if v.Type == gjson.String {
+		b.WriteString(v.Str)
+		return 1
+	}
+	if !v.IsObject() && !v.IsArray() {
+		b.WriteString(v.Raw)
+		return 0
+	}
+	obj, start, end := v.IsObject(), byte('['), byte(']')
+	if obj {
+		start, end = '{', '}'
+	}
+	b.WriteByte(start)
+	n, sep := 0, false
+	v.ForEach(func(k, x gjson.Result) bool {
+		if sep {
+			b.WriteByte(',')
+		}
+		sep = true
+		if obj {
+			b.WriteString(k.String())
+			b.WriteByte(':')
+		}
+		n += structuredText(b, x)
+		return true
+	})
+	b.WriteByte(end)
 	return n
 }

@@ -3,7 +3,6 @@ package fakeupstream
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -94,12 +93,7 @@ func (m *Messages) counter() *tokenizer.Counter {
 
 // ServeHTTP implements http.Handler.
 func (m *Messages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	pause(r, m.Delay)
-	fail := func(e *APIError, tokens int) {
-		m.add(r, body, e.Status, tokens, e.Message)
-		writeAnthropicError(w, e)
-	}
+	body, fail, err := m.receive(w, r, m.Delay, writeAnthropicError)
 	if err != nil {
 		fail(invalid("reading body: %v", err), 0)
 		return

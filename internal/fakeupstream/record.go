@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -35,6 +36,18 @@ func (l *recorder) addAnswered(r *http.Request, body []byte, status, tokens int,
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body,
 		Status: status, Tokens: tokens, Error: msg, Answer: answer,
 	})
+}
+
+// receive reads r's body and waits the fake's delay; fail records r with
+// an error's status and message and answers it in the API's shape
+// (write). A body that could not be read is the caller's to refuse.
+func (l *recorder) receive(w http.ResponseWriter, r *http.Request, delay time.Duration, write func(http.ResponseWriter, *APIError)) (body []byte, fail func(e *APIError, tokens int), err error) {
+	body, err = io.ReadAll(r.Body)
+	pause(r, delay)
+	return body, func(e *APIError, tokens int) {
+		l.add(r, body, e.Status, tokens, e.Message)
+		write(w, e)
+	}, err
 }
 
 // Received returns a copy of what the fake received so far, oldest first.

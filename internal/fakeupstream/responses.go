@@ -3,7 +3,6 @@ package fakeupstream
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,18 +101,13 @@ func writeOpenAIError(w http.ResponseWriter, e *APIError) {
 
 // ServeHTTP implements http.Handler.
 func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	fail := func(e *APIError, tokens int) {
-		s.add(r, body, e.Status, tokens, e.Message)
-		writeOpenAIError(w, e)
-	}
+	body, fail, err := s.receive(w, r, s.Delay, writeOpenAIError)
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		w.Header().Set("Allow", http.MethodPost)
 		fail(&APIError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
 			Message: "WebSocket connections are not supported by this upstream; use POST /v1/responses"}, 0)
 		return
 	}
-	pause(r, s.Delay)
 	if err != nil {
 		fail(invalid("reading body: %v", err), 0)
 		return

@@ -74,6 +74,9 @@ type Options struct {
 	// engine, unused for what is forwarded, for probes of what recall
 	// would find.
 	FeedMemory bool
+	// Now is the engine's clock (app.Options.EngineClock); nil: the wall
+	// clock.
+	Now func() time.Time
 }
 
 // ScopeSecret is the stacks' scope_secret, so a test can compute the
@@ -170,23 +173,30 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 
 // inPlaceRange reads a summary asked in place: the conversation's items
 // its instruction names ("Summarize messages A to B of this
-// conversation", counted from 1 in the request's messages or input) and
-// the instruction's text. ok is false for a summarizer call of the
-// plain form.
+// conversation", counted from 1 in the request's messages, input or
+// contents) and the instruction's text. ok is false for a summarizer call
+// of the plain form.
 func inPlaceRange(body []byte) (items []gjson.Result, instruction string, ok bool) {
 	arr := gjson.GetBytes(body, "messages")
 	if !arr.IsArray() {
 		arr = gjson.GetBytes(body, "input")
 	}
+	if !arr.IsArray() {
+		arr = gjson.GetBytes(body, "contents")
+	}
 	all := arr.Array()
 	if len(all) == 0 {
 		return nil, "", false
 	}
-	// The instruction is the last message's text, or its last block.
+	// The instruction is the last message's text, or its last block (a
+	// Gemini content's last part).
 	content := all[len(all)-1].Get("content")
 	candidates := []gjson.Result{content}
 	if blocks := content.Array(); content.IsArray() && len(blocks) > 0 {
 		candidates = append(candidates, blocks[len(blocks)-1].Get("text"))
+	}
+	if parts := all[len(all)-1].Get("parts").Array(); len(parts) > 0 {
+		candidates = append(candidates, parts[len(parts)-1].Get("text"))
 	}
 	for _, v := range candidates {
 		if v.Type == gjson.String && strings.Contains(v.Str, "of this conversation, counting its first message as 1") {
@@ -278,7 +288,7 @@ func New(o Options) *Stack {
 	}
 	a, err := app.New(context.Background(), &cfg, app.Options{
 		Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(o.Cache), Counter: o.Counter,
-		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory,
+		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory, EngineClock: o.Now,
 	})
 	if err != nil {
 		panic(fmt.Sprintf("harness: %v", err))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 	"github.com/tidwall/sjson"
 
+	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
@@ -23,11 +25,14 @@ import (
 const (
 	FormatMessages  = "messages"  // Anthropic Messages, POST /v1/messages?beta=true
 	FormatResponses = "responses" // OpenAI Responses, POST /v1/responses
+	FormatGemini    = "gemini"    // Google Gemini, POST /v1beta/models/{model}:streamGenerateContent?alt=sse
 )
 
 // NativeSession is a session in a native wire format
-// (corpus.MessagesSession, corpus.ResponsesSession): request k is the
-// body the agent sends at its k-th turn.
+// (corpus.MessagesSession, corpus.ResponsesSession, corpus.GeminiSession):
+// request k is the body the agent sends at its k-th turn. A Gemini
+// session names the model of its requests' path with a method
+// PathModel() string (default corpus.GeminiModel).
 type NativeSession interface {
 	Turns() int
 	Request(k int) ([]byte, error)
@@ -40,28 +45,100 @@ type Upstream struct {
 	Chat      *fakeupstream.Server
 	Messages  *fakeupstream.Messages
 	Responses *fakeupstream.Responses
+	Gemini    *fakeupstream.Gemini
 }
 
-// nativeFake is what a replay needs of a Messages or Responses fake.
+// nativeFake is what a replay needs of a native format's fake.
 type nativeFake interface {
 	Take(key, v string) []fakeupstream.Received
 	TakeSummaries() []fakeupstream.Received
 }
 
-// RunNative replays s, a session in format (FormatMessages or
-// FormatResponses), through the proxy turn by turn, with the measurements
-// of Run: rejected requests, the largest forwarded request (counted as the
-// fake counts: fakeupstream.CountMessages or CountResponses), head and last
-// item verbatim, prefix stability over the messages (items), latencies,
-// facts. The head is system and the first message (Messages), or the
-// leading developer items and the first item after them (Responses).
+// nativeForm is what a replay needs to know of a wire format.
+type nativeForm struct {
+	fake   nativeFake
+	path   string           // where requests are posted
+	arrKey string           // the conversation's array
+	count  func([]byte) int // tokens of a body, as the fake counts them
+	// head is what must reach the upstream byte for byte: the prompt's
+	// fields outside the conversation and its first items.
+	head func(body []byte) []string
+	// same is an item as a provider's prompt cache compares it; nil: its
+	// bytes.
+	same func(gjson.Result) string
+	// headers are the agent's.
+	headers func(h http.Header, key string)
+}
+
+// formOf returns the form of format, its fake in up.
+func formOf(format string, s NativeSession, up Upstream, counter *tokenizer.Counter) (*nativeForm, error) {
+	first := func(arrKey string, outside ...string) func([]byte) []string {
+		return func(b []byte) []string {
+			h := []string{gjson.GetBytes(b, arrKey+".0").Raw}
+			for _, k := range outside {
+				h = append(h, gjson.GetBytes(b, k).Raw)
+			}
+			return h
+		}
+	}
+	switch format {
+	case FormatMessages:
+		if up.Messages == nil {
+			return nil, fmt.Errorf("replay: no Messages fake")
+		}
+		return &nativeForm{fake: up.Messages, path: "/v1/messages?beta=true", arrKey: "messages",
+			count: func(b []byte) int { return fakeupstream.CountMessages(counter, up.Messages.Signer, b) },
+			head:  first("messages", "system"), same: withoutCacheControl, headers: claudeHeaders}, nil
+	case FormatResponses:
+		if up.Responses == nil {
+			return nil, fmt.Errorf("replay: no Responses fake")
+		}
+		return &nativeForm{fake: up.Responses, path: "/v1/responses", arrKey: "input",
+			count: func(b []byte) int { return fakeupstream.CountResponses(counter, up.Responses.Signer, b) },
+			head: func(b []byte) []string {
+				// The leading developer items and the first after them.
+				var h []string
+				for _, it := range gjson.GetBytes(b, "input").Array() {
+					h = append(h, it.Raw)
+					if it.Get("role").String() != "developer" && it.Get("role").String() != "system" {
+						break
+					}
+				}
+				return append(h, gjson.GetBytes(b, "instructions").Raw)
+			},
+			headers: codexHeaders}, nil
+	case FormatGemini:
+		if up.Gemini == nil {
+			return nil, fmt.Errorf("replay: no Gemini fake")
+		}
+		model := corpus.GeminiModel
+		if pm, ok := s.(interface{ PathModel() string }); ok {
+			model = pm.PathModel()
+		}
+		return &nativeForm{fake: up.Gemini, path: "/v1beta/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse", arrKey: "contents",
+			count:   func(b []byte) int { return fakeupstream.CountGemini(counter, b) },
+			head:    first("contents", "systemInstruction"),
+			headers: geminiHeaders}, nil
+	}
+	return nil, fmt.Errorf("replay: unknown format %q", format)
+}
+
+// RunNative replays s, a session in format (FormatMessages,
+// FormatResponses or FormatGemini), through the proxy turn by turn, with
+// the measurements of Run: rejected requests, the largest forwarded
+// request (counted as the fake counts: fakeupstream.CountMessages,
+// CountResponses or CountGemini), head and last item verbatim, prefix
+// stability over the messages (items, contents), latencies, facts. The
+// head is system and the first message (Messages), the leading developer
+// items and the first item after them (Responses), or systemInstruction
+// and the first content (Gemini).
 //
 // For Messages it also posts the same body to
 // /v1/messages/count_tokens?beta=true through the proxy and records the
 // answer next to the forwarded count (Request.CountTokens, Result.CountTokensOff).
 //
-// name names the session in the result; up.Messages or up.Responses must
-// be the upstream behind the proxy.
+// name names the session in the result; up.Messages, up.Responses or
+// up.Gemini must be the upstream behind the proxy.
 func RunNative(ctx context.Context, name, format string, s NativeSession, up Upstream, counter *tokenizer.Counter, o Options) (*Result, error) {
 	if o.Every <= 0 {
 		o.Every = 1
@@ -69,42 +146,12 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 	if o.Client == nil {
 		o.Client = http.DefaultClient
 	}
-	var fake nativeFake
-	var count func([]byte) int
-	var list func(body []byte) []gjson.Result
-	var head func(body []byte) []string
-	path := ""
-	switch format {
-	case FormatMessages:
-		if up.Messages == nil {
-			return nil, fmt.Errorf("replay: no Messages fake")
-		}
-		fake, path = up.Messages, "/v1/messages?beta=true"
-		count = func(b []byte) int { return fakeupstream.CountMessages(counter, up.Messages.Signer, b) }
-		list = func(b []byte) []gjson.Result { return gjson.GetBytes(b, "messages").Array() }
-		head = func(b []byte) []string {
-			return []string{gjson.GetBytes(b, "system").Raw, gjson.GetBytes(b, "messages.0").Raw}
-		}
-	case FormatResponses:
-		if up.Responses == nil {
-			return nil, fmt.Errorf("replay: no Responses fake")
-		}
-		fake, path = up.Responses, "/v1/responses"
-		count = func(b []byte) int { return fakeupstream.CountResponses(counter, up.Responses.Signer, b) }
-		list = func(b []byte) []gjson.Result { return gjson.GetBytes(b, "input").Array() }
-		head = func(b []byte) []string {
-			var h []string
-			for _, it := range list(b) {
-				h = append(h, it.Raw)
-				if it.Get("role").String() != "developer" && it.Get("role").String() != "system" {
-					break
-				}
-			}
-			return append(h, gjson.GetBytes(b, "instructions").Raw)
-		}
-	default:
-		return nil, fmt.Errorf("replay: unknown format %q", format)
+	form, err := formOf(format, s, up, counter)
+	if err != nil {
+		return nil, err
 	}
+	fake, count := form.fake, form.count
+	list := func(b []byte) []gjson.Result { return gjson.GetBytes(b, form.arrKey).Array() }
 	if up.Chat != nil {
 		up.Chat.TakeSummaries()
 	}
@@ -120,11 +167,7 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 	}
 	// Summarizer calls are taken after each request, and priced against
 	// the requests forwarded before it.
-	arrKey, same := "messages", withoutCacheControl
-	if format == FormatResponses {
-		arrKey, same = "input", nil
-	}
-	fwdLog := newForwardedLog(arrKey, same)
+	fwdLog := newForwardedLog(form.arrKey, form.same)
 	countText := func(t string) int { return counter.Text(tokenizer.O200kBase, t) }
 	takeSummaries := func() {
 		var sums [][]byte
@@ -170,7 +213,7 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		}
 		reqID := fmt.Sprintf("%s-%d", runID, i)
 		t0 := time.Now()
-		resp, err := o.post(ctx, format, path, body, reqID)
+		resp, err := o.post(ctx, form, form.path, body, reqID)
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", i, err)
 		}
@@ -202,7 +245,7 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		res.SentTokens += rq.TokensSent
 		res.ForwardedTokens += rq.TokensFwd
 		out := list(fwd)
-		hs, hf := head(body), head(fwd)
+		hs, hf := form.head(body), form.head(fwd)
 		rq.HeadVerbatim = len(hs) == len(hf)
 		for j := range hs {
 			rq.HeadVerbatim = rq.HeadVerbatim && hs[j] == hf[j]
@@ -235,15 +278,11 @@ func RunNative(ctx context.Context, name, format string, s NativeSession, up Ups
 		cur := make([]string, len(out))
 		for j, m := range out {
 			cur[j] = m.Raw
-			if format == FormatMessages {
-				cur[j] = withoutCacheControl(m)
+			if form.same != nil {
+				cur[j] = form.same(m)
 			}
 		}
-		arrKey := "messages"
-		if format == FormatResponses {
-			arrKey = "input"
-		}
-		arr := gjson.GetBytes(fwd, arrKey)
+		arr := gjson.GetBytes(fwd, form.arrKey)
 		outside := string(fwd[:arr.Index]) + "\x00" + string(fwd[arr.Index+len(arr.Raw):])
 		if prevFwd != nil {
 			rq.PrefixKept = prefixShare(prevFwd, cur)
@@ -290,24 +329,15 @@ func cachedByBytes(prev, cur []string, outside, forwarded int) int {
 	return int(float64(forwarded) * float64(same) / float64(total))
 }
 
-// post sends one replayed request in the format's shape (Claude Code's or
-// Codex's headers).
-func (o Options) post(ctx context.Context, format, path string, body []byte, reqID string) (*http.Response, error) {
+// post sends one replayed request in the form's shape (Claude Code's,
+// Codex's or Gemini CLI's headers).
+func (o Options) post(ctx context.Context, form *nativeForm, path string, body []byte, reqID string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.ProxyURL+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if format == FormatMessages {
-		req.Header.Set("x-api-key", o.APIKey)
-		req.Header.Set("anthropic-version", "2023-06-01")
-		req.Header.Set("anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,prompt-caching-scope-2026-01-05")
-		req.Header.Set("x-app", "cli")
-	} else {
-		req.Header.Set("Authorization", "Bearer "+o.APIKey)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("originator", "codex_exec")
-	}
+	form.headers(req.Header, o.APIKey)
 	req.Header.Set(requestHeader, reqID)
 	if o.Mode != "" {
 		req.Header.Set("X-Condense-Mode", o.Mode)
@@ -315,11 +345,30 @@ func (o Options) post(ctx context.Context, format, path string, body []byte, req
 	return o.Client.Do(req)
 }
 
+func claudeHeaders(h http.Header, key string) {
+	h.Set("x-api-key", key)
+	h.Set("anthropic-version", "2023-06-01")
+	h.Set("anthropic-beta", "claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27,prompt-caching-scope-2026-01-05")
+	h.Set("x-app", "cli")
+}
+
+func codexHeaders(h http.Header, key string) {
+	h.Set("Authorization", "Bearer "+key)
+	h.Set("Accept", "text/event-stream")
+	h.Set("originator", "codex_exec")
+}
+
+func geminiHeaders(h http.Header, key string) {
+	h.Set("x-goog-api-key", key)
+	h.Set("User-Agent", "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)")
+	h.Set("x-goog-api-client", "google-genai-sdk/1.30.0 gl-node/v20.20.2")
+}
+
 // countTokens asks /v1/messages/count_tokens for body.
 func (o Options) countTokens(ctx context.Context, body []byte, reqID string) (int, error) {
 	// count_tokens takes no stream or max_tokens; Claude Code sends the
 	// same model, messages, system and tools.
-	resp, err := o.post(ctx, FormatMessages, "/v1/messages/count_tokens?beta=true", body, reqID)
+	resp, err := o.post(ctx, &nativeForm{headers: claudeHeaders}, "/v1/messages/count_tokens?beta=true", body, reqID)
 	if err != nil {
 		return 0, err
 	}
@@ -374,9 +423,9 @@ func withoutCacheControl(m gjson.Result) string {
 	return raw
 }
 
-// nativeTexts is every string of a native body's messages or input items
-// but opaque values (signatures, encrypted content, ids), for fact
-// look-ups.
+// nativeTexts is every string of a native body's messages, input items
+// or contents but opaque values (signatures, encrypted content, ids), for
+// fact look-ups.
 func nativeTexts(body []byte) []string {
 	var out []string
 	var walk func(k string, v gjson.Result)
@@ -386,7 +435,7 @@ func nativeTexts(body []byte) []string {
 			v.ForEach(func(kk, vv gjson.Result) bool { walk(kk.String(), vv); return true })
 		case v.Type == gjson.String:
 			switch k {
-			case "signature", "data", "encrypted_content", "id", "call_id", "tool_use_id", "type", "role":
+			case "signature", "data", "encrypted_content", "id", "call_id", "tool_use_id", "type", "role", "thoughtSignature":
 				return
 			}
 			out = append(out, v.String())
@@ -395,6 +444,7 @@ func nativeTexts(body []byte) []string {
 	root := gjson.ParseBytes(body)
 	walk("", root.Get("messages"))
 	walk("", root.Get("input"))
+	walk("", root.Get("contents"))
 	return out
 }
 

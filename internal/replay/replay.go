@@ -83,6 +83,7 @@ type Request struct {
 	PrefixKept   float64 // share of the previous forwarded messages kept as identical prefix; -1 for the first
 	Degraded     string
 	Cache        string // X-Condense-Cache
+	Cold         bool   // X-Condense-Cold: condensed as a cold turn
 	FwdCounted   int    // tokens of the forwarded body, counted here
 	// CachedTokens is how many leading tokens of the forwarded body were
 	// identical to the previous forwarded request (its parts outside the
@@ -256,7 +257,7 @@ func Run(ctx context.Context, s *corpus.Session, fake *fakeupstream.Server, coun
 		resp.Body.Close()
 		rq := Request{Messages: n, Status: resp.StatusCode, Latency: time.Since(t0), PrefixKept: -1,
 			Applied: resp.Header.Get("X-Condense-Applied"), Degraded: resp.Header.Get("X-Condense-Degraded"),
-			Cache: resp.Header.Get("X-Condense-Cache")}
+			Cache: resp.Header.Get("X-Condense-Cache"), Cold: resp.Header.Get("X-Condense-Cold") == "true"}
 		rq.TokensSent, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-Before"))
 		rq.TokensFwd, _ = strconv.Atoi(resp.Header.Get("X-Condense-Tokens-After"))
 		if resp.StatusCode != http.StatusOK {

@@ -35,8 +35,8 @@ func newForwardedLog(arrKey string, same func(gjson.Result) string) *forwardedLo
 
 // promptOutside is what a request's prompt holds outside its items.
 func promptOutside(body []byte) string {
-	r := gjson.GetManyBytes(body, "system", "tools", "instructions")
-	return r[0].Raw + "\x00" + r[1].Raw + "\x00" + r[2].Raw
+	r := gjson.GetManyBytes(body, "system", "tools", "instructions", "systemInstruction")
+	return r[0].Raw + "\x00" + r[1].Raw + "\x00" + r[2].Raw + "\x00" + r[3].Raw
 }
 
 func (l *forwardedLog) shape(body []byte) (forwardedShape, []gjson.Result) {

@@ -45,7 +45,8 @@ func chatFinish(a answer) string {
 }
 
 func chatUsage(a answer) obj {
-	return obj{"prompt_tokens": a.inputTokens, "completion_tokens": a.outputTokens, "total_tokens": a.inputTokens + a.outputTokens}
+	return obj{"prompt_tokens": a.inputTokens, "completion_tokens": a.outputTokens, "total_tokens": a.inputTokens + a.outputTokens,
+		"prompt_tokens_details": obj{"cached_tokens": a.cacheRead}}
 }
 
 func chatJSON(a answer, now time.Time) []byte {
@@ -92,7 +93,9 @@ func messagesStop(a answer) string {
 }
 
 func messagesUsage(a answer, output int) obj {
-	return obj{"input_tokens": a.inputTokens, "output_tokens": output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+	// Anthropic's input_tokens is the rest, neither read nor written.
+	return obj{"input_tokens": a.inputTokens - a.cacheRead - a.cacheWrite, "output_tokens": output,
+		"cache_creation_input_tokens": a.cacheWrite, "cache_read_input_tokens": a.cacheRead}
 }
 
 func messagesContent(a answer) []obj {
@@ -144,7 +147,7 @@ func messagesSSE(s *sse, a answer) {
 // ---- OpenAI Responses
 
 func responsesUsage(a answer) obj {
-	return obj{"input_tokens": a.inputTokens, "input_tokens_details": obj{"cached_tokens": 0},
+	return obj{"input_tokens": a.inputTokens, "input_tokens_details": obj{"cached_tokens": a.cacheRead},
 		"output_tokens": a.outputTokens, "output_tokens_details": obj{"reasoning_tokens": 0},
 		"total_tokens": a.inputTokens + a.outputTokens}
 }

@@ -24,6 +24,9 @@ type answer struct {
 	// carrying this summary (the answer to a compaction_trigger).
 	compaction                string
 	inputTokens, outputTokens int
+	// cacheRead and cacheWrite are the prompt's tokens read from and
+	// written to the prompt cache (promptcache.go).
+	cacheRead, cacheWrite int
 }
 
 // call is one tool call.

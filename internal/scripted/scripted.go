@@ -75,6 +75,7 @@ type Upstream struct {
 	msgs    *messages.Codec
 	resp    *responses.Codec
 	now     func() time.Time
+	cache   promptCache
 }
 
 var _ http.Handler = (*Upstream)(nil)
@@ -158,6 +159,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the client left
 	}
 	a := u.answer(api, req)
+	a.cacheRead, a.cacheWrite = u.cache.use(req, u.now())
 	a.model = req.Model
 	if a.model == "" {
 		a.model = ModelName

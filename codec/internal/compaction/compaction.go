@@ -71,6 +71,9 @@ var openings = []opening{
 	// compression prompt).
 	{agent: "gemini-cli", text: "Generate a new <state_snapshot> based on the provided history.", also: "Then, generate the updated <state_snapshot>."},
 	{agent: "gemini-cli", text: "A previous <state_snapshot> exists in the history.", also: "Then, generate the updated <state_snapshot>."},
+	// Its second request, the same history, the model's snapshot, then
+	// this probe (the same service's verification turn).
+	{agent: "gemini-cli", text: "Critically evaluate the <state_snapshot> you just generated.", also: "generate a FINAL, improved <state_snapshot>"},
 	// OpenHands: All-Hands-AI/OpenHands openhands/memory/condenser/impl/
 	// llm_summarizing_condenser.py (396b2c9f; "… for an interactive
 	// agent.") and structured_summary_condenser.py ("… for an interactive

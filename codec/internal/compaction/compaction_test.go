@@ -22,6 +22,11 @@ const (
 	openhandsSW      = "You are maintaining a context-aware state summary for an interactive software agent. This summary is critical because it:\n"
 )
 
+// geminiVerify is Gemini CLI 0.61.0's second compression request, the
+// verification of its snapshot.
+const geminiVerify = "Critically evaluate the <state_snapshot> you just generated. Did you omit any specific technical details, file paths, tool results, or user constraints mentioned in the history? " +
+	"If anything is missing or could be more precise, generate a FINAL, improved <state_snapshot>. Otherwise, repeat the exact same <state_snapshot> again."
+
 func TestMatch(t *testing.T) {
 	cases := []struct {
 		name, text, want string
@@ -38,6 +43,8 @@ func TestMatch(t *testing.T) {
 		{"opencode, older versions", opencodeOld, "opencode"},
 		{"qwen-code", qwen, "qwen-code"},
 		{"qwen-code, older versions", qwenOld, "qwen-code"},
+		{"gemini-cli, the snapshot's verification", geminiVerify, "gemini-cli"},
+		{"another tool's snapshot probe", "Critically evaluate the <state_snapshot> you just generated. Is it under 500 words?", ""},
 		{"openhands", openhands, "openhands"},
 		{"openhands structured", openhandsSW, "openhands"},
 		{"leading white space", "\n  " + codex, "codex"},
