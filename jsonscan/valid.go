@@ -483,6 +483,15 @@ func fieldSpansSkipping(obj string, keys []string, spans [][2]int, arrayKey stri
 	return skipWS(obj, i+1) == len(obj)
 }
 
+// ArrayElemsValid appends to es the spans of the elements of arr, an
+// array of a body Valid accepted.
+func ArrayElemsValid(arr string, es [][2]int) [][2]int {
+	if arr == "" || arr[0] != '[' {
+		return es
+	}
+	return arrayElems(arr, 0, es)
+}
+
 // arrayElems appends to es the spans of the elements of the valid array
 // that starts at s[i].
 func arrayElems(s string, i int, es [][2]int) [][2]int {

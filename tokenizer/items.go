@@ -89,3 +89,46 @@ func (c *Counter) CheckItems(n int) error {
 	}
 	return nil
 }
+
+// Batch counts the items a Lookup did not find, one request's in turn:
+// each is counted and cached, but an item of the same hash as one the
+// batch counted before takes its count (as the cache would give it)
+// without a look-up of the shared cache — the items Lookup missed are
+// known to be missing, and those a request repeats (the same short
+// answer a thousand times) are found in the batch's own small table.
+type Batch struct {
+	c    *Counter
+	base uint64
+	memo []batchEntry // direct-mapped by hash
+}
+
+type batchEntry struct {
+	h    uint64
+	n    int32
+	used bool
+}
+
+// Batch returns a Batch for up to n items of kind counted with encoding.
+func (c *Counter) Batch(encoding, kind string, n int) *Batch {
+	size := 16
+	for size < n && size < 4096 {
+		size *= 2
+	}
+	return &Batch{c: c, base: c.itemKeys(encoding, kind), memo: make([]batchEntry, size)}
+}
+
+// Count returns the count of the item of ItemHash h that Lookup did not
+// find: the batch's when it counted an item of that hash (hit), else
+// count's, cached.
+func (b *Batch) Count(h uint64, count func() int) (n int, hit bool) {
+	e := &b.memo[h&uint64(len(b.memo)-1)]
+	if e.used && e.h == h {
+		return int(e.n), true
+	}
+	n = count()
+	b.c.items.put(b.base^h, n)
+	if n == int(int32(n)) {
+		*e = batchEntry{h: h, n: int32(n), used: true}
+	}
+	return n, false
+}

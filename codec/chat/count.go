@@ -97,11 +97,12 @@ func (c *Codec) count(body []byte, encodingFor func(model string) string) (*view
 		r.Items[i].Tokens = n
 		r.CacheHits++
 	})
+	batch := c.counter.Batch(encoding, "msg", len(r.Items)-r.CacheHits)
 	for i := range r.Items {
 		it := &r.Items[i]
 		if it.Tokens < 0 {
 			raw := js[it.Start:it.End]
-			n, hit := c.counter.CachedHash(encoding, "msg", it.Hash, func() int {
+			n, hit := batch.Count(it.Hash, func() int {
 				if known[i] {
 					return countKnown(c.counter, encoding, raw, sc.message(i))
 				}

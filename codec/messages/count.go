@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -45,6 +46,24 @@ func (c *Codec) countMessage(enc, raw string) int {
 		return messageOverhead + c.counter.Text(enc, raw)
 	}
 	return messageOverhead + c.content(enc, field.Of(g, "content"))
+}
+
+// countScanned is countMessage for a message the scan read the fields of
+// (items.Element, of topKeys): its content is read from its span when that
+// is its first occurrence.
+func (c *Codec) countScanned(enc, raw string, e items.Element) int {
+	if !e.Exact {
+		return c.countMessage(enc, raw)
+	}
+	return messageOverhead + c.content(enc, spanValue(raw, e.Spans[tContent]))
+}
+
+// spanValue is the value at sp in raw (the empty Result when sp is {0, 0}).
+func spanValue(raw string, sp [2]int) gjson.Result {
+	if sp[1] == 0 {
+		return gjson.Result{}
+	}
+	return field.Value(raw[sp[0]:sp[1]])
 }
 
 // content counts a string or an array of blocks.

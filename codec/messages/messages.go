@@ -85,10 +85,11 @@ func (*Codec) Format() string { return Format }
 // view.ErrNotRequest, as is an empty messages array.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
 	// An empty messages array: the API's own error answers it.
-	r, obj, enc, err := items.Scan(c.counter, body, "messages", "messages-message", false, encodingFor, c.countMessage)
+	r, obj, enc, f, err := items.ScanFields(c.counter, body, "messages", "messages-message", false, encodingFor, topKeys[:], c.countScanned)
 	if err != nil {
 		return nil, err
 	}
+	r.Private = f
 	r.Total += c.countRest(enc, r, obj)
 	if len(r.Items) > 0 && isTask(r.Raw(0)) {
 		r.Head = 1

@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -87,8 +88,14 @@ var (
 	}
 )
 
-// topKeys are the message fields Parse reads.
+// topKeys are the message fields Parse reads (and the scan finds,
+// items.Fields).
 var topKeys = [2]string{"role", "content"}
+
+const (
+	tRole = iota
+	tContent
+)
 
 // Parse implements view.Codec.
 //
@@ -121,11 +128,27 @@ func (c *Codec) Parse(r *view.Request) error {
 	var elems [][2]int
 	var p parser
 	lastCompaction := -1
+	scanned, _ := r.Private.(*items.Fields)
 	for i := range r.Items {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
-		if !jsonscan.FieldSpansElemsValid(raw, topKeys[:], top[:], "content", &elems) {
+		if e := scanned.Element(i); e.Spans != nil {
+			// The scan's spans (the last occurrences, as here), and the
+			// content's blocks read from them.
+			if !e.Object {
+				return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
+			}
+			copy(top[:], e.Spans)
+			elems = elems[:0]
+			if sp := top[tContent]; sp[1] > 0 {
+				elems = jsonscan.ArrayElemsValid(raw[sp[0]:sp[1]], elems)
+				for k := range elems {
+					elems[k][0] += sp[0]
+					elems[k][1] += sp[0]
+				}
+			}
+		} else if !jsonscan.FieldSpansElemsValid(raw, topKeys[:], top[:], "content", &elems) {
 			return fmt.Errorf("%w: message %d is not an object", view.ErrInvalid, i)
 		}
 		role := strValue(raw, top[0])
@@ -288,10 +311,16 @@ func digestible(raw string) bool {
 
 // Text implements view.Codec.
 func (c *Codec) Text(r *view.Request, i int) view.Text {
-	it := r.Items[i]
-	g := gjson.Parse(r.Raw(i))
+	it := &r.Items[i]
+	raw := r.Raw(i)
 	t := view.Text{Role: it.Role, Calls: it.Calls}
-	content := field.Of(g, "content")
+	var content gjson.Result
+	scanned, _ := r.Private.(*items.Fields)
+	if e := scanned.Element(i); e.Exact {
+		content = spanValue(raw, e.Spans[tContent]) // the first content
+	} else {
+		content = field.Get(raw, "content")
+	}
 	if content.Type == gjson.String {
 		t.Text = content.Str
 		return t

@@ -4,6 +4,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -65,6 +66,36 @@ func (c *Codec) countItem(enc, raw string) int {
 		}
 		return true
 	})
+	return n
+}
+
+// scanKeys are the item fields the scan finds (items.Fields): all the
+// fields of a message or of a call's output, whose count, parse and text
+// then read them from their spans.
+var scanKeys = [...]string{"type", "role", "content", "call_id", "output"}
+
+const (
+	sType = iota
+	sRole
+	sContent
+	sCallID
+	sOutput
+)
+
+// countScanned is countItem for an item the scan read the fields of
+// (items.Element, of scanKeys): an item that has no other field is
+// counted from their spans.
+func (c *Codec) countScanned(enc, raw string, e items.Element) int {
+	if !e.Only {
+		return c.countItem(enc, raw)
+	}
+	// As countItem: the type, role and call id within the overhead.
+	n := itemOverhead
+	for _, k := range [...]int{sContent, sOutput} {
+		if sp := e.Spans[k]; sp[1] > 0 {
+			n += c.parts(enc, field.Value(raw[sp[0]:sp[1]]))
+		}
+	}
 	return n
 }
 

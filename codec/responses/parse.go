@@ -7,6 +7,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
+	"github.com/condense-proxy/condense-proxy/codec/internal/items"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -112,11 +113,17 @@ func (c *Codec) Parse(r *view.Request) error {
 		answerS slab.Slab[string]
 		outS    slab.Slab[view.Output]
 	)
+	scanned, _ := r.Private.(*items.Fields)
 	for i := range r.Items {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
-		if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
+		if e := scanned.Element(i); e.Only {
+			// All its fields found by the scan: the other keys absent.
+			clear(spans)
+			spans[fType], spans[fRole], spans[fContent] = e.Spans[sType], e.Spans[sRole], e.Spans[sContent]
+			spans[fCallID], spans[fOutput] = e.Spans[sCallID], e.Spans[sOutput]
+		} else if !jsonscan.FieldSpansValid(raw, parseKeys, spans) {
 			return fmt.Errorf("%w: input item %d is not an object", view.ErrInvalid, i)
 		}
 		val := func(f int) gjson.Result {
@@ -261,7 +268,15 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 		spans [len(textKeys)][2]int
 		f     [len(textKeys)]gjson.Result
 	)
-	field.GetAll(r.Raw(i), textKeys[:], spans[:], f[:])
+	raw := r.Raw(i)
+	if scanned, _ := r.Private.(*items.Fields); scanned.Element(i).Only {
+		// All its fields found by the scan, each once: no summary nor
+		// action.
+		e := scanned.Element(i)
+		f[tType], f[tOutput], f[tContent] = spanValue(raw, e.Spans[sType]), spanValue(raw, e.Spans[sOutput]), spanValue(raw, e.Spans[sContent])
+	} else {
+		field.GetAll(raw, textKeys[:], spans[:], f[:])
+	}
 	t := view.Text{Role: it.Role, Calls: it.Calls}
 	typ := f[tType].Str
 	switch {
@@ -296,6 +311,14 @@ func (c *Codec) Text(r *view.Request, i int) view.Text {
 		t.Text = partsText(f[tContent])
 	}
 	return t
+}
+
+// spanValue is the value at sp in raw (the empty Result when sp is {0, 0}).
+func spanValue(raw string, sp [2]int) gjson.Result {
+	if sp[1] == 0 {
+		return gjson.Result{}
+	}
+	return field.Value(raw[sp[0]:sp[1]])
 }
 
 // partsText is the text of a string or of content parts (text parts

@@ -66,13 +66,14 @@ func (*Codec) Format() string { return Format }
 // string (a single turn: nothing to condense, view.ErrSingleTurn) is
 // view.ErrNotRequest.
 func (c *Codec) Scan(body []byte, encodingFor func(model string) string) (*view.Request, error) {
-	r, obj, enc, err := items.Scan(c.counter, body, "input", "responses-item", true, encodingFor, c.countItem)
+	r, obj, enc, f, err := items.ScanFields(c.counter, body, "input", "responses-item", true, encodingFor, scanKeys[:], c.countScanned)
 	if errors.Is(err, view.ErrNotRequest) && singleTurn(body) {
 		return nil, view.ErrSingleTurn
 	}
 	if err != nil {
 		return nil, err
 	}
+	r.Private = f
 	r.Total += c.countRest(enc, r, obj) + replyPriming
 	r.Head = head(r)
 	r.Untouchable = untouchable(r, obj)

@@ -28,16 +28,25 @@ func (tooMany) Is(target error) bool { return target == view.ErrTooManyItems }
 // sum, and enc is the encoding encodingFor gave for its model.
 func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
 	count func(enc, raw string) int) (r *view.Request, obj *jsonscan.Object, enc string, err error) {
+	r, obj, enc, _, err = ScanFields(c, body, key, kind, emptyOK, encodingFor, nil, func(enc, raw string, _ Element) int { return count(enc, raw) })
+	return r, obj, enc, err
+}
+
+// ScanFields is Scan that also finds, in the pass that hashes each
+// element, the spans of its fields named keys (f, nil without keys), and
+// hands count what it found of the element counted.
+func ScanFields(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, encodingFor func(model string) string,
+	keys []string, count func(enc, raw string, e Element) int) (r *view.Request, obj *jsonscan.Object, enc string, f *Fields, err error) {
 	o, ok := jsonscan.ScanObject(body, key)
 	if !ok || o.EscapedKey {
-		return nil, nil, "", view.ErrNotRequest
+		return nil, nil, "", nil, view.ErrNotRequest
 	}
 	sp, found := o.Get(key)
 	if !found || o.Array[1] == 0 || sp != o.Array || (!emptyOK && len(o.Elements) == 0) {
-		return nil, nil, "", view.ErrNotRequest
+		return nil, nil, "", nil, view.ErrNotRequest
 	}
 	if err := c.CheckItems(len(o.Elements)); err != nil {
-		return nil, nil, "", tooMany{err}
+		return nil, nil, "", nil, tooMany{err}
 	}
 	r = &view.Request{Body: body, Items: make([]view.Item, len(o.Elements)), Array: o.Array}
 	if sp, ok := o.Get("model"); ok {
@@ -48,18 +57,26 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 	// Each element is hashed once (the count cache's key, which the
 	// engine's prefix log reuses) and looked up with the others under one
 	// lock; only those not found are counted.
+	if len(keys) > 0 {
+		f = newFields(keys, len(o.Elements))
+	}
 	for i, sp := range o.Elements {
-		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(r.Span(sp[0], sp[1]))}
+		raw := r.Span(sp[0], sp[1])
+		if f != nil {
+			f.read(i, raw)
+		}
+		r.Items[i] = view.Item{Start: sp[0], End: sp[1], Tokens: -1, Hash: tokenizer.ItemHash(raw)}
 	}
 	c.Lookup(enc, kind, len(r.Items), func(i int) uint64 { return r.Items[i].Hash }, func(i, n int) {
 		r.Items[i].Tokens = n
 		r.CacheHits++
 	})
+	batch := c.Batch(enc, kind, len(r.Items)-r.CacheHits)
 	for i := range r.Items {
 		it := &r.Items[i]
 		if it.Tokens < 0 {
 			raw := r.Raw(i)
-			n, hit := c.CachedHash(enc, kind, it.Hash, func() int { return count(enc, raw) })
+			n, hit := batch.Count(it.Hash, func() int { return count(enc, raw, f.Element(i)) })
 			it.Tokens = n
 			if hit {
 				r.CacheHits++
@@ -67,7 +84,7 @@ func Scan(c *tokenizer.Counter, body []byte, key, kind string, emptyOK bool, enc
 		}
 		r.Total += it.Tokens
 	}
-	return r, &o, enc, nil
+	return r, &o, enc, f, nil
 }
 
 // Derive returns the request a Scan of out would return, out being in's
