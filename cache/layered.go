@@ -108,26 +108,26 @@ func (l *Layered) Current(ctx context.Context, key string) ([]byte, bool) {
 
 // Set writes both layers; while Redis is down, memory only, marked.
 func (l *Layered) Set(ctx context.Context, key string, value []byte, ttl time.Duration) {
-	if l.Redis.Down() {
-		if l.mark(key, ttl) {
-			l.Mem.Set(ctx, key, value, l.memTTL(ttl))
-		}
-		return
-	}
-	l.Mem.Set(ctx, key, value, l.memTTL(ttl))
-	l.Redis.Set(ctx, key, value, ttl)
+	l.set(ctx, key, value, ttl, l.Mem.Set)
 }
 
 // SetOwned is Set for a value the caller hands over (Memory.SetOwned):
 // the memory layer keeps it without a copy.
 func (l *Layered) SetOwned(ctx context.Context, key string, value []byte, ttl time.Duration) {
+	l.set(ctx, key, value, ttl, l.Mem.SetOwned)
+}
+
+// set writes value to memory with setMem and to Redis; while Redis is
+// down, to memory only, marked.
+func (l *Layered) set(ctx context.Context, key string, value []byte, ttl time.Duration,
+	setMem func(context.Context, string, []byte, time.Duration)) {
 	if l.Redis.Down() {
 		if l.mark(key, ttl) {
-			l.Mem.SetOwned(ctx, key, value, l.memTTL(ttl))
+			setMem(ctx, key, value, l.memTTL(ttl))
 		}
 		return
 	}
-	l.Mem.SetOwned(ctx, key, value, l.memTTL(ttl))
+	setMem(ctx, key, value, l.memTTL(ttl))
 	l.Redis.Set(ctx, key, value, ttl)
 }
 
