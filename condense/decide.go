@@ -71,16 +71,31 @@ func credentialValues(h http.Header) []string {
 // forward, scanned (nil when the body was not counted).
 func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *view.Request, err error) {
 	res = Result{Body: req.Body, Report: Report{Applied: AppliedNone, PrefixReused: -1}}
-	r := &res.Report
-
+	vr, lim, err := e.scanFor(req, &res.Report)
+	if vr == nil || err != nil {
+		return res, nil, nil, err
+	}
 	observe := e.observe
 	if req.CountOnly {
 		observe = func(string, string, int) {}
 	}
+	rq, mode, fwd, err := e.admit(ctx, req, vr, lim, &res, observe)
+	if rq == nil || err != nil {
+		return res, fwd, vr, err
+	}
+	fwd, err = e.apply(ctx, rq, mode, &res, observe)
+	return res, fwd, vr, err
+}
+
+// scanFor scans req (or takes its scan) and fills r with what the scan
+// tells; the request is nil when req is not one the engine counts (r's
+// reason says why) or could not be counted (the error: the caller
+// refuses it).
+func (e *Engine) scanFor(req Request, r *Report) (*view.Request, ModelLimits, error) {
 	codec := req.Codec
 	if codec == nil {
 		r.Reason = "no codec for this request; forwarded unchanged"
-		return res, fwd, in, nil
+		return nil, ModelLimits{}, nil
 	}
 	var lim ModelLimits
 	vr, err := req.scanned, error(nil)
@@ -94,14 +109,13 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	}
 	if errors.Is(err, view.ErrNotRequest) {
 		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
-		return res, fwd, in, nil
+		return nil, lim, nil
 	}
 	if err != nil {
 		// Too many messages: the caller refuses the request.
-		return res, nil, nil, fmt.Errorf("counting tokens: %w", err)
+		return nil, lim, fmt.Errorf("counting tokens: %w", err)
 	}
-	model := vr.Model
-	r.Model = model
+	r.Model = vr.Model
 	r.Format = codec.Format()
 	r.Counted = true
 	r.Messages = len(vr.Items)
@@ -114,9 +128,15 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	r.prices = pricesOf(lim)
 	r.Family = lim.Family
 	r.InputPrice = lim.InputPrice
-	fwd, in = vr, vr
+	return vr, lim, nil
+}
 
-	mode := req.Mode
+// admit decides whether the scanned request vr is condensed, and in which
+// mode: rq is nil when it is forwarded without condensing (fwd: the request
+// to forward, scanned; res.Report says why).
+func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim ModelLimits, res *Result, observe func(string, string, int)) (rq *job, mode string, fwd *view.Request, err error) {
+	r := &res.Report
+	mode = req.Mode
 	if mode == "" {
 		mode = ModeAuto
 	}
@@ -125,29 +145,30 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		// the side; a count-only request counts what goes: this body).
 		r.Reason = "holdout arm (condense.holdout_share)"
 		r.AsReceived = true
-		return res, fwd, in, nil
+		return nil, mode, vr, nil
 	}
 	over := r.TokensBefore > r.Trigger
+	rq = &job{req: req, codec: req.Codec, model: vr.Model, limits: lim, in: vr, over: over, frontier: -1}
 	if vr.Compaction != "" {
 		// The agent compacting itself: never summarized (compaction.go).
-		fwd, err = e.agentCompaction(ctx, &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over}, mode, &res)
-		return res, fwd, in, err
+		rq.frontier = 0
+		fwd, err = e.agentCompaction(ctx, rq, mode, res)
+		return nil, mode, fwd, err
 	}
-	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
 	if mode == ModeOff || mode == ModeObserve {
 		// (observe reaches here only counting: what is forwarded is the
 		// request as received)
 		r.Reason = "mode " + mode
-		return res, fwd, in, nil
+		return nil, mode, vr, nil
 	}
-	rq := &job{req: req, codec: codec, model: model, limits: lim, in: vr, over: over, frontier: -1}
+	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
 	if vr.Untouchable != "" {
 		r.Reason = vr.Untouchable + "; forwarded unchanged"
 		r.AsReceived = true
 		if over || tooMany || req.Force {
 			addDegraded(r, vr.Untouchable+"; not condensed")
 		}
-		return res, fwd, in, nil
+		return nil, mode, vr, nil
 	}
 	eager := e.opts.SelectiveEager && e.opts.SelectiveEnabled && (mode == ModeSelective || mode == ModeAuto)
 	rq.eager = !over && !tooMany && !req.Force
@@ -156,19 +177,30 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && mode == ModeFull {
 			e.prepare(rq, e.inPlaceOf(ctx, rq, rq.in, 0, 0))
 		}
-		return res, fwd, in, nil
+		return nil, mode, vr, nil
 	}
+	if mode, ok := e.ready(ctx, rq, mode, tooMany, r, observe); ok {
+		return rq, mode, vr, nil
+	}
+	return nil, mode, vr, nil
+}
+
+// ready prepares rq, which is to be condensed, and returns the mode it is
+// condensed in: false when it is forwarded as received after all (it does
+// not parse, or its condensation is deferred).
+func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, r *Report, observe func(string, string, int)) (string, bool) {
+	req := rq.req
 	switch {
 	case rq.eager:
 		r.Reason = "under threshold; eager digests"
-	case over:
+	case rq.over:
 		r.Reason = "over threshold"
 	case tooMany:
 		r.Reason = "over max_messages"
 	default:
 		r.Reason = "forced"
 	}
-	if over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
+	if rq.over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
 		rq.cold = true
 		r.Reason += coldReason
 	}
@@ -176,7 +208,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
 		r.AsReceived = true
 		observe(mode, "invalid", 0)
-		return res, fwd, in, nil
+		return mode, false
 	}
 	rq.inplace = e.inPlaceOf(ctx, rq, rq.in, 0, 0)
 	if mode == ModeSelective && !e.opts.SelectiveEnabled {
@@ -186,16 +218,27 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	if mode == ModeAuto && !e.opts.SelectiveEnabled {
 		mode = ModeFull
 	}
-	if e.opts.Defer && over && !tooMany && !req.Force && !rq.cold {
+	if e.opts.Defer && rq.over && !tooMany && !req.Force && !rq.cold {
 		// (A cold turn is not deferred: condensing it busts nothing.)
 		if why, ok := e.deferral(ctx, rq, mode); ok {
 			r.Deferred = why
 			r.Reason += "; deferred: " + why
 			r.AsReceived = true
 			observe(mode, "deferred", 0)
-			return res, fwd, in, nil
+			return mode, false
 		}
 	}
+	return mode, true
+}
+
+// apply condenses rq in mode and puts in res what is forwarded: the
+// condensed body, or the body as received when condensing failed or did
+// not shrink it (the headers say exactly what was forwarded: a fallback a
+// strategy tried is reported only when its result is forwarded; when the
+// original goes, Degraded says why if it is over the window). It returns
+// the forwarded request, scanned.
+func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, observe func(string, string, int)) (*view.Request, error) {
+	r := &res.Report
 	r.Received = shapes(rq.in)
 	// max_wait: when it is over, the request stops waiting for summaries
 	// (it takes extractive ones) but the shared calls go on and cache
@@ -205,12 +248,9 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	wait, cancelWait := context.WithTimeout(context.WithoutCancel(ctx), e.opts.MaxWait)
 	defer cancelWait()
 	rq.stop = wait.Done()
-	// The headers say exactly what was forwarded: a fallback a strategy
-	// tried is reported only when its result is forwarded; when the
-	// original goes, Degraded says why if it is over the window.
 	before := r.Degraded
 	defer func() { r.Calls, r.SummarizerSpend = rq.calls, rq.spent }()
-	unchanged := func(outcome, why string) (Result, *view.Request, *view.Request, error) {
+	unchanged := func(outcome, why string) (*view.Request, error) {
 		r.Applied, r.Changes, r.Forwarded, r.Summaries, r.Cache = AppliedNone, nil, nil, "", ""
 		r.SummariesCached, r.SummariesMade = 0, 0
 		r.Degraded = before
@@ -220,33 +260,31 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 			addDegraded(r, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
 		}
 		observe(mode, outcome, 0)
-		return res, fwd, in, nil
+		return rq.in, nil
 	}
 	out, err := e.condense(ctx, rq, mode, r)
-	if err != nil {
-		if ctx.Err() != nil {
-			return res, fwd, in, ctx.Err()
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return rq.in, ctx.Err()
+	case err != nil:
 		return unchanged("failed", err.Error())
-	}
-	if out == nil {
-		if rq.eager {
-			// Nothing old enough to digest yet: an ordinary request under
-			// the threshold.
-			r.Reason, r.Received, r.Degraded = "under threshold", nil, before
-			return res, fwd, in, nil
-		}
+	case out == nil && rq.eager:
+		// Nothing old enough to digest yet: an ordinary request under
+		// the threshold.
+		r.Reason, r.Received, r.Degraded = "under threshold", nil, before
+		return rq.in, nil
+	case out == nil:
 		return unchanged("unchanged", "nothing condensed")
 	}
 	after, err := e.countOut(rq, out)
 	if err != nil {
 		return unchanged("failed", "condensed body did not re-count")
 	}
-	afterTokens := scale(after.Total, lim.SafetyFactor)
+	afterTokens := scale(after.Total, rq.limits.SafetyFactor)
 	if afterTokens >= r.TokensBefore {
 		return unchanged("unchanged", "condensing did not shrink the request")
 	}
-	if f, ok := codec.(view.Finisher); ok {
+	if f, ok := rq.codec.(view.Finisher); ok {
 		body, headers, err := f.Finish(rq.in, out)
 		if err != nil {
 			return unchanged("failed", err.Error())
@@ -254,10 +292,9 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 		out, res.Headers = body, headers
 	}
 	res.Body = out
-	fwd = after
 	r.TokensAfter = afterTokens
 	r.Changes = forwardedChanges(rq.changes)
-	if after.Parsed || codec.Parse(after) == nil {
+	if after.Parsed || rq.codec.Parse(after) == nil {
 		r.Forwarded = shapes(after)
 	}
 	if e.opts.Defer && rq.keeps() {
@@ -267,7 +304,7 @@ func (e *Engine) run(ctx context.Context, req Request) (res Result, fwd, in *vie
 	}
 	r.Cold = rq.cold
 	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
-	return res, fwd, in, nil
+	return after, nil
 }
 
 // forwardedChanges drops the digests made in items a summary or window
@@ -358,116 +395,138 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 		}
 		return out, err
 	}
-	// In auto mode a conversation that once needed summaries keeps them:
-	// flipping between selective and full would rewrite the prefix.
-	stickyKey := rq.stateKey("auto")
-	sticky := false
-	if mode == ModeAuto {
-		_, sticky = e.getCache(ctx, stickyKey)
-		if !sticky {
-			if v, ok := e.decided(ctx, rq, decisionAuto); ok && v == autoFolds {
-				saved, changes, degraded := *r, rq.changes, rq.degraded
-				out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
-				if !switched && rq.cold && err == nil && e.overTarget(rq, out, b) {
-					// A cold turn over the target: the fold's next move
-					// now, on a bust that costs nothing — the
-					// conversation takes the digests and the cut from
-					// here, as when its fold would move (cold.go).
-					*r, rq.changes, rq.degraded = saved, changes, degraded
-					r.Reason += autoSwitchReason
-					if rq.keeps() {
-						e.setCache(ctx, stickyKey, []byte("full"))
-					}
-					switched = true
-				}
-				if !switched {
-					return out, err
-				}
-				sticky = true
-			}
+	switch mode {
+	case ModeAuto:
+		stickyKey := rq.stateKey("auto")
+		out, sticky, done, err := e.autoFolds(ctx, rq, b, r, stickyKey)
+		if done {
+			return out, err
 		}
-	}
-	if mode == ModeSelective || mode == ModeAuto {
-		reason := r.Reason
-		// (the conversation's first condensation over the threshold: its
-		// digest frontier is not placed yet)
-		_, condensed := e.decided(ctx, rq, decisionFrontierFirst)
-		out, fits, err := e.selective(ctx, rq, b, r)
-		if err != nil {
-			return nil, err
-		}
-		// The digests would not pay for their bust before the window
-		// (auto: the cut) has to come: it comes now, on the same bust
-		// (plan.go) — in auto, unless the fold is cheaper still.
-		choose := fits && !sticky && out != nil && rq.over // the digests fit: auto's and this choice are open
-		windowNow := choose && e.windowNowOf(ctx, rq, b, out, !condensed)
-		if mode == ModeAuto && choose && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
-			// Folds are cheaper for this conversation (plan.go): the
-			// digests are not forwarded — unless another replica's fold
-			// of it ends elsewhere already, and the conversation takes
-			// them and the cut from here.
-			digests, digestReason := rq.changes, r.Reason
-			rq.changes, r.Reason, r.Applied = nil, reason, ""
-			folded, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
-			if !switched {
-				return folded, err
-			}
-			rq.changes, r.Reason, sticky = digests, digestReason+autoSwitchReason, true
-		}
-		if windowNow && !sticky {
-			r.Reason += windowNowReason
-			fits = false
-		}
-		if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
-			// A conversation that needed the window keeps it, at its
-			// remembered cut: flipping between shapes would rewrite the
-			// prefix.
-			fits = false
-		}
-		if fits && !sticky {
-			return out, nil
-		}
-		if mode == ModeSelective {
-			// Still over the threshold: window the digested conversation.
-			digested := out
-			if out == nil {
-				out = rq.in.Body
-			}
-			w, err := e.truncateBody(ctx, rq, out, b, r)
-			if err == nil && w == nil && digested != nil {
-				// The window would omit nothing: the digests made stay.
-				r.Applied = AppliedSelective
-				return digested, nil
-			}
-			switch {
-			case w != nil && windowNow:
-				addDegraded(r, "sliding window used on the digests' first bust: the digests alone would not pay for it before the window had to come")
-			case w != nil:
-				addDegraded(r, "selective condensing was not enough; sliding window used")
-			}
-			return w, err
-		}
-		// auto: the digests are not enough (or would not pay before they
-		// were). The sliding window's cut — selective's, deep and rare —
-		// with summaries of what it omits in place of its marker.
-		if !sticky {
-			if !windowNow {
-				r.Reason += "; digests not enough for the limit, the oldest steps summarized"
-			}
-			if rq.keeps() {
-				e.setCache(ctx, stickyKey, []byte("full"))
-			}
-		}
-		if out == nil {
-			out = rq.in.Body
-		}
-		rq.summarizeCut = true
-		return e.truncateBody(ctx, rq, out, b, r)
-	}
-	if mode == ModeFull {
+		return e.digestsOrCut(ctx, rq, mode, b, r, stickyKey, sticky)
+	case ModeSelective:
+		return e.digestsOrCut(ctx, rq, mode, b, r, "", false)
+	case ModeFull:
 		return e.fullOrWindow(ctx, rq, b, r)
 	}
 	return e.truncate(ctx, rq, b, r)
+}
+
+// autoFolds condenses an auto conversation that folds (its stored
+// decision) by its fold: done, unless the fold moves now and the
+// conversation takes the digests and the cut from here (sticky, as it is
+// when it once needed summaries: flipping between selective and full would
+// rewrite the prefix).
+func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report, stickyKey string) (out []byte, sticky, done bool, err error) {
+	if _, sticky = e.getCache(ctx, stickyKey); sticky {
+		return nil, true, false, nil
+	}
+	if v, ok := e.decided(ctx, rq, decisionAuto); !ok || v != autoFolds {
+		return nil, false, false, nil
+	}
+	saved, changes, degraded := *r, rq.changes, rq.degraded
+	out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+	if !switched && rq.cold && err == nil && e.overTarget(rq, out, b) {
+		// A cold turn over the target: the fold's next move now, on a
+		// bust that costs nothing — the conversation takes the digests
+		// and the cut from here, as when its fold would move (cold.go).
+		*r, rq.changes, rq.degraded = saved, changes, degraded
+		r.Reason += autoSwitchReason
+		if rq.keeps() {
+			e.setCache(ctx, stickyKey, []byte("full"))
+		}
+		switched = true
+	}
+	if !switched {
+		return out, false, true, err
+	}
+	return nil, true, false, nil
+}
+
+// digestsOrCut condenses rq in selective or auto mode: the digests when
+// they fit and pay; otherwise selective windows the digested conversation
+// and auto cuts it, with summaries of what the cut omits (sticky: the
+// conversation already takes the cut).
+func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budgets, r *Report, stickyKey string, sticky bool) ([]byte, error) {
+	reason := r.Reason
+	// (the conversation's first condensation over the threshold: its
+	// digest frontier is not placed yet)
+	_, condensed := e.decided(ctx, rq, decisionFrontierFirst)
+	out, fits, err := e.selective(ctx, rq, b, r)
+	if err != nil {
+		return nil, err
+	}
+	// The digests would not pay for their bust before the window (auto:
+	// the cut) has to come: it comes now, on the same bust (plan.go) — in
+	// auto, unless the fold is cheaper still.
+	choose := fits && !sticky && out != nil && rq.over // the digests fit: auto's and this choice are open
+	windowNow := choose && e.windowNowOf(ctx, rq, b, out, !condensed)
+	if mode == ModeAuto && choose && e.autoFoldsOf(ctx, rq, b, out, windowNow) {
+		// Folds are cheaper for this conversation (plan.go): the digests
+		// are not forwarded — unless another replica's fold of it ends
+		// elsewhere already, and the conversation takes them and the cut
+		// from here.
+		digests, digestReason := rq.changes, r.Reason
+		rq.changes, r.Reason, r.Applied = nil, reason, ""
+		folded, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+		if !switched {
+			return folded, err
+		}
+		rq.changes, r.Reason, sticky = digests, digestReason+autoSwitchReason, true
+	}
+	if windowNow && !sticky {
+		r.Reason += windowNowReason
+		fits = false
+	}
+	if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
+		// A conversation that needed the window keeps it, at its
+		// remembered cut: flipping between shapes would rewrite the
+		// prefix.
+		fits = false
+	}
+	if fits && !sticky {
+		return out, nil
+	}
+	if mode == ModeSelective {
+		return e.windowDigested(ctx, rq, b, r, out, windowNow)
+	}
+	// auto: the digests are not enough (or would not pay before they
+	// were). The sliding window's cut — selective's, deep and rare — with
+	// summaries of what it omits in place of its marker.
+	if !sticky {
+		if !windowNow {
+			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
+		}
+		if rq.keeps() {
+			e.setCache(ctx, stickyKey, []byte("full"))
+		}
+	}
+	if out == nil {
+		out = rq.in.Body
+	}
+	rq.summarizeCut = true
+	return e.truncateBody(ctx, rq, out, b, r)
+}
+
+// windowDigested windows a selective request still over the threshold
+// after its digests (digested; nil: none were made).
+func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Report, digested []byte, windowNow bool) ([]byte, error) {
+	out := digested
+	if out == nil {
+		out = rq.in.Body
+	}
+	w, err := e.truncateBody(ctx, rq, out, b, r)
+	if err == nil && w == nil && digested != nil {
+		// The window would omit nothing: the digests made stay.
+		r.Applied = AppliedSelective
+		return digested, nil
+	}
+	switch {
+	case w != nil && windowNow:
+		addDegraded(r, "sliding window used on the digests' first bust: the digests alone would not pay for it before the window had to come")
+	case w != nil:
+		addDegraded(r, "selective condensing was not enough; sliding window used")
+	}
+	return w, err
 }
 
 // foldOnce condenses rq by auto's one fold of its conversation: full
