@@ -350,7 +350,7 @@ var table = []Key{
 	listKey("keepalive.models", "keepalive-models", []string{}, func(c *Config) *[]string { return &c.KeepAlive.Models },
 		"model globs kept warm (empty: every model)"),
 	intKey("keepalive.max_pings", "keepalive-max-pings", 2, 1, 100, func(c *Config) *int { return &c.KeepAlive.MaxPings },
-		"pings per idle gap of a conversation"),
+		"pings at most per idle gap of a conversation (fewer when letting the cache expire costs less: a cold turn condensed)"),
 	intKey("keepalive.min_prefix_tokens", "keepalive-min-prefix-tokens", 4096, 0, maxTokens, func(c *Config) *int { return &c.KeepAlive.MinPrefixTokens },
 		"smallest request (tokens) kept warm"),
 

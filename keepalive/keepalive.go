@@ -19,7 +19,10 @@
 // conversation's prompt is large enough (MinPrefixTokens) and a ping
 // costs less than the re-write it saves, a ping is scheduled at the
 // model's cache TTL less a lead after the request. A ping that reads the
-// cache schedules the next one, up to MaxPings per gap; the next real
+// cache schedules the next one while the gap's pings cost less than
+// letting the cache expire would add to the next turn (pingsWorth: the
+// engine's cold turn may condense that turn deep), up to MaxPings per
+// gap; the next real
 // request of the conversation stops them, and so does a ping whose usage
 // shows a cache write (the cache was gone: that conversation is not
 // pinged again).
@@ -80,6 +83,11 @@ type Model struct {
 	CacheRead, CacheWrite float64
 	// Reasoning: a chat request's output limit is max_completion_tokens.
 	Reasoning bool
+	// ColdAbove and ColdTo describe the condensing engine's cold turns
+	// (condense.cold_turns): a request of more than ColdAbove tokens as
+	// received that comes after its cache expired is condensed to about
+	// ColdTo tokens. 0: the engine does not condense cold turns.
+	ColdAbove, ColdTo int
 }
 
 // Options configures a Keeper. Upstream and Model are required.
@@ -141,8 +149,9 @@ type Request struct {
 	Header http.Header
 	// Body is the forwarded body. The caller must not change it.
 	Body []byte
-	// Tokens is the forwarded request's size, as the proxy counted it.
-	Tokens int
+	// Tokens is the forwarded request's size, as the proxy counted it;
+	// Received the request's as received (0: Tokens).
+	Tokens, Received int
 }
 
 // Stats are a Keeper's counts since it was made.
@@ -211,9 +220,13 @@ type conv struct {
 	tokens         int
 	token          string // the owner token written for it
 
+	// The last two requests' sizes as received: how the next one grows.
+	received, grew int
+
 	ping  []byte // the ping's body, while armed
 	timer Timer
-	pings int       // pings sent in this gap
+	pings  int // pings sent in this gap
+	budget int // pings this gap may take (pingsWorth, at most MaxPings)
 	used  time.Time // when the cache was last used (request or ping sent)
 
 	lost bool // a ping wrote the cache: never pinged again
@@ -332,6 +345,15 @@ func (k *Keeper) Forwarded(ctx context.Context, r Request) *Watch {
 		}
 		return nil
 	}
+	received := r.Received
+	if received <= 0 {
+		received = r.Tokens
+	}
+	c.grew = 0
+	if c.received > 0 && received > c.received {
+		c.grew = received - c.received
+	}
+	c.received = received
 	var tb [16]byte
 	rand.Read(tb[:])
 	c.model = m
@@ -426,9 +448,10 @@ func (k *Keeper) answered(w *Watch, a view.Outcome, ok bool) {
 		k.log.Debug("keepalive: no ping", "conversation", c.owner, "err", err)
 		return
 	}
-	if !worth(c.model, prompt, out) {
-		k.log.Debug("keepalive: a ping would cost more than the re-write it saves", "conversation", c.owner,
-			"prompt_tokens", prompt, "ping_output_tokens", out)
+	c.budget = min(pingsWorth(c.model, prompt, c.received+c.grew, out), k.o.MaxPings)
+	if c.budget == 0 {
+		k.log.Debug("keepalive: not pinged: a ping would cost more than letting the cache expire adds to the next turn", "conversation", c.owner,
+			"prompt_tokens", prompt, "ping_output_tokens", out, "next_turn_condensed_cold", coldCondenses(c.model, c.received+c.grew))
 		return
 	}
 	c.header, c.ping = header, ping
@@ -526,7 +549,11 @@ func (k *Keeper) fire(c *conv, gen uint64) {
 	c.pings++
 	c.used = sent
 	c.pingRead = u.CacheRead
-	if c.pings >= k.o.MaxPings {
+	if c.pings >= c.budget {
+		if c.budget < k.o.MaxPings {
+			k.log.Debug("keepalive: the cache is let go cold: more pings would cost more than the next turn's cold condensation adds", "conversation", owner,
+				"pings", c.pings)
+		}
 		k.disarm(c)
 		return
 	}

@@ -294,6 +294,42 @@ func TestKeeperSaving(t *testing.T) {
 	}
 }
 
+// TestKeeperLetsGoCold: when the engine condenses a conversation's next
+// turn deep after its cache expires (its size as received over the
+// model's ColdAbove), a gap takes only the pings that cost less than that
+// cold turn adds; otherwise up to max_pings.
+func TestKeeperLetsGoCold(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		received int
+		pings    int
+	}{
+		// A prompt of 20003 (endTurn's usage): a ping 2000.3 + 5; a cold
+		// turn condensed to 4000 adds 4000 × 1.25 − 2000.3.
+		{"next turn condensed cold: one ping", 21000, 1},
+		// Not condensed: 20003 × 1.15 added, max_pings pings.
+		{"next turn under the threshold: max_pings", 15000, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := newUpstream(t)
+			c := keepalivetest.New(time.Unix(1_700_000_000, 0))
+			k := newKeeper(t, u, c, func(o *keepalive.Options) {
+				o.MaxPings = 5
+				o.Model = func(string) keepalive.Model {
+					return keepalive.Model{CacheTTL: ttl, CacheRead: 0.1, CacheWrite: 1.25, ColdAbove: 20000, ColdTo: 4000}
+				}
+			})
+			r := request("a")
+			r.Received = tc.received
+			serve(k, r, endTurn)
+			c.Advance(time.Hour)
+			if n := len(u.pings()); n != tc.pings {
+				t.Errorf("%d pings, want %d", n, tc.pings)
+			}
+		})
+	}
+}
+
 // TestKeeperReplicas: of two Keepers sharing a Store, only the one that
 // forwarded the conversation's last request pings it.
 func TestKeeperReplicas(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,14 +16,34 @@ import (
 // the output a ping may produce.
 const outputPrice = 5
 
-// worth reports whether a ping of a prompt of prompt tokens, producing at
-// most out tokens, costs less than the re-write of that prompt it saves
-// (the next request writing the cache instead of reading it).
-func worth(m Model, prompt, out int) bool {
-	cost := float64(prompt)*m.CacheRead + float64(out)*outputPrice
-	saved := float64(prompt) * (m.CacheWrite - m.CacheRead)
-	return cost < saved
+// pingsWorth is how many pings an idle gap may take, each reading a
+// prompt of prompt tokens and producing at most out: as many as cost,
+// together, less than what letting the cache expire adds to the next turn
+// (whose size as received is about next tokens). That is the rent-or-buy
+// rule: whatever the gap's length, the gap costs at most twice the cheaper
+// of pinging it through and letting it go. Going cold, the next turn
+// writes its prompt instead of reading it — or, when the engine condenses
+// a cold turn (coldCondenses), writes only what the condensed request
+// keeps. (What a cold condensation saves on the turns after it, and the
+// condensation a warm conversation over the threshold soon needs anyway,
+// are left out: both would favour letting it go.)
+func pingsWorth(m Model, prompt, next, out int) int {
+	ping := float64(prompt)*m.CacheRead + float64(out)*outputPrice
+	written := prompt
+	if coldCondenses(m, next) {
+		written = min(prompt, m.ColdTo)
+	}
+	extra := float64(written)*m.CacheWrite - float64(prompt)*m.CacheRead
+	if ping <= 0 || extra <= ping {
+		return 0
+	}
+	// n pings with n × ping < extra.
+	return int(math.Ceil(extra/ping)) - 1
 }
+
+// coldCondenses reports whether the engine condenses a cold turn of next
+// tokens as received.
+func coldCondenses(m Model, next int) bool { return m.ColdTo > 0 && next > m.ColdAbove }
 
 // cost is what a ping's usage cost, in input tokens.
 func cost(m Model, u Usage) float64 {

@@ -37,8 +37,9 @@ type KeepAliveRequest struct {
 	Header http.Header
 	// Body is the body forwarded; it must not be changed.
 	Body []byte
-	// Tokens is the forwarded request's size (the engine's count).
-	Tokens int
+	// Tokens is the forwarded request's size (the engine's count);
+	// Received the request's as received.
+	Tokens, Received int
 }
 
 // AnswerObserver sees an answer as it flows to the client: the bytes are
@@ -91,6 +92,7 @@ func (p *Proxy) keepAlive(r *http.Request, body []byte) (*http.Request, func()) 
 		Header:       forwardedHeader(r.Header),
 		Body:         body,
 		Tokens:       rep.TokensAfter,
+		Received:     rep.TokensBefore,
 	})
 	if obs == nil {
 		return r, func() {}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/keepalive"
 	"github.com/condense-proxy/condense-proxy/proxy"
@@ -28,7 +29,15 @@ func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 		Transport: transport,
 		Model: func(model string) keepalive.Model {
 			mi := reg.Lookup(model)
-			return keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, Reasoning: mi.Reasoning}
+			m := keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, Reasoning: mi.Reasoning}
+			if cd := a.Config.Condense; a.Engine != nil && cd.ColdTurns && cd.Mode != condense.ModeOff && cd.Mode != condense.ModeObserve {
+				// The engine condenses a cold turn over the threshold
+				// to the target: letting a gap go cold may cost less
+				// than pinging it through.
+				lim := a.models.Limits(model)
+				m.ColdAbove, m.ColdTo = int(float64(lim.Window)*lim.Threshold), int(float64(lim.Window)*cd.Target)
+			}
+			return m
 		},
 		MaxPings:        kc.MaxPings,
 		MinPrefixTokens: kc.MinPrefixTokens,
@@ -71,7 +80,7 @@ type keepAliveHook struct{ k *keepalive.Keeper }
 func (h keepAliveHook) Forwarded(ctx context.Context, r proxy.KeepAliveRequest) proxy.AnswerObserver {
 	w := h.k.Forwarded(ctx, keepalive.Request{
 		Scope: r.Scope, Conversation: r.Conversation, Codec: r.Codec, Model: r.Model,
-		Path: r.Path, RawQuery: r.RawQuery, Header: r.Header, Body: r.Body, Tokens: r.Tokens,
+		Path: r.Path, RawQuery: r.RawQuery, Header: r.Header, Body: r.Body, Tokens: r.Tokens, Received: r.Received,
 	})
 	if w == nil {
 		return nil

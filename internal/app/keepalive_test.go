@@ -156,6 +156,18 @@ func keepAliveConfig(secret string) *config.Config {
 	return &cfg
 }
 
+// coldKeepAlive condenses in auto mode with a window the requests
+// outgrow, cold turns on or off, and allows five pings a gap.
+func coldKeepAlive(cold bool) func(*config.Config) {
+	return func(c *config.Config) {
+		c.Condense.Mode = "auto"
+		c.Condense.ColdTurns = cold
+		c.Condense.Target = 0.17
+		c.Models[0].ContextWindow = 3500
+		c.KeepAlive.MaxPings = 5
+	}
+}
+
 var longText = strings.Repeat("The agent reads the repository's files and runs the test suite again. ", 200)
 
 // A Claude Code-like Messages request of the given user turns (answers
@@ -307,6 +319,20 @@ func TestKeepAlive(t *testing.T) {
 			waitAnswers(t, e.s.app.KeepAlive, 2)
 			e.clock.Advance(time.Hour)
 		}, 0, "", 0},
+		// A window of 3500 at threshold 0.8 and target 0.17: the request
+		// (about 2900 tokens) is over the threshold, and a cold turn
+		// condenses it to 595: going cold then adds less than two pings of the
+		// whole prompt cost.
+		{"condensing cold turns: the pings that cost less than a cold turn adds, then the cache goes cold", coldKeepAlive(true), func(t *testing.T, e env) {
+			call(t, e.s, "/v1/messages", messagesRequest("Fix the failing test."))
+			waitAnswers(t, e.s.app.KeepAlive, 1)
+			e.clock.Advance(time.Hour)
+		}, 1, "max_tokens", 1},
+		{"cold turns off: max_pings", coldKeepAlive(false), func(t *testing.T, e env) {
+			call(t, e.s, "/v1/messages", messagesRequest("Fix the failing test."))
+			waitAnswers(t, e.s.app.KeepAlive, 1)
+			e.clock.Advance(time.Hour)
+		}, 5, "max_tokens", 1},
 		{"a ping that reports a cache write: none after it", nil, func(t *testing.T, e env) {
 			e.up.write.Store(true)
 			call(t, e.s, "/v1/messages", messagesRequest("Fix the failing test."))
