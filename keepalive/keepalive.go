@@ -223,11 +223,11 @@ type conv struct {
 	// The last two requests' sizes as received: how the next one grows.
 	received, grew int
 
-	ping  []byte // the ping's body, while armed
-	timer Timer
-	pings  int // pings sent in this gap
-	budget int // pings this gap may take (pingsWorth, at most MaxPings)
-	used  time.Time // when the cache was last used (request or ping sent)
+	ping   []byte // the ping's body, while armed
+	timer  Timer
+	pings  int       // pings sent in this gap
+	budget int       // pings this gap may take (pingsWorth, at most MaxPings)
+	used   time.Time // when the cache was last used (request or ping sent)
 
 	lost bool // a ping wrote the cache: never pinged again
 
