@@ -179,10 +179,11 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 		}
 		return nil, mode, vr, nil
 	}
-	if mode, ok := e.ready(ctx, rq, mode, tooMany, r, observe); ok {
-		return rq, mode, vr, nil
+	mode, ok := e.ready(ctx, rq, mode, tooMany, r, observe)
+	if !ok {
+		return nil, mode, vr, nil
 	}
-	return nil, mode, vr, nil
+	return rq, mode, vr, nil
 }
 
 // ready prepares rq, which is to be condensed, and returns the mode it is

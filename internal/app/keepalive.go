@@ -24,16 +24,17 @@ func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 		return nil
 	}
 	reg := a.Registry
+	// The engine condenses a cold turn over the threshold to the target:
+	// letting a gap go cold may cost less than pinging it through.
+	cd := a.Config.Condense
+	coldTurns := a.Engine != nil && cd.ColdTurns && cd.Mode != condense.ModeOff && cd.Mode != condense.ModeObserve
 	ko := keepalive.Options{
 		Upstream:  a.Upstream,
 		Transport: transport,
 		Model: func(model string) keepalive.Model {
 			mi := reg.Lookup(model)
 			m := keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, Reasoning: mi.Reasoning}
-			if cd := a.Config.Condense; a.Engine != nil && cd.ColdTurns && cd.Mode != condense.ModeOff && cd.Mode != condense.ModeObserve {
-				// The engine condenses a cold turn over the threshold
-				// to the target: letting a gap go cold may cost less
-				// than pinging it through.
+			if coldTurns {
 				lim := a.models.Limits(model)
 				m.ColdAbove, m.ColdTo = int(float64(lim.Window)*lim.Threshold), int(float64(lim.Window)*cd.Target)
 			}
