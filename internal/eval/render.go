@@ -225,13 +225,13 @@ the fake upstream, which parses every request, gets a much smaller body than in 
 			fmt.Fprintf(&b, "- %s\n", s)
 		}
 	}
-	if problems := r.Check(0.95); len(problems) > 0 {
+	if problems := append(r.Check(0.95), r.CheckCorpusBill(IssueGoals.AutoSlack)...); len(problems) > 0 {
 		b.WriteString("\nChecks that failed:\n\n")
 		for _, p := range problems {
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
 	} else {
-		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play.\n")
+		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play, on the real sessions no mode billed more than mode off and auto billed at most the cheaper of full-llm and selective plus 0.02.\n")
 	}
 	b.WriteString(factsMarkdown("## What the agent still knows", r.Rows))
 	b.WriteString(`
