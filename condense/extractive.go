@@ -143,7 +143,10 @@ func errorsOf(l string) string {
 }
 
 var (
-	tagLine   = regexp.MustCompile(`^</?[\w-]+>$`)
+	tagLine = regexp.MustCompile(`^</?[\w-]+>$`)
+	// codeLine is a line of a file as tools show it: numbered (cat -n,
+	// Claude Code's Read "12→", a compiler's excerpt "12 | ").
+	codeLine  = regexp.MustCompile(`^\s*\d+(?:→|\t|\s+\|\s)`)
 	pathToken = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
 )
 
@@ -243,9 +246,14 @@ func resultDigest(text string) string {
 	if code := logfacts.Exit(text); code != "" {
 		parts = append(parts, "exit "+code)
 	}
-	for _, l := range logfacts.KeyLines(text, maxErrorLines+1) {
-		if l != first {
+	n := 0
+	for _, l := range logfacts.KeyLines(text, 2*(maxErrorLines+1)) {
+		// A numbered line is a file's content (a read, an edit's
+		// snippet, a compiler's excerpt): code that names an error is
+		// not one.
+		if l != first && !codeLine.MatchString(l) && n <= maxErrorLines {
 			parts = append(parts, "! "+shorten(l, resultChars))
+			n++
 		}
 	}
 	parts = append(parts, fmt.Sprintf("(%d lines)", len(lines)))

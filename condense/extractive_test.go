@@ -23,6 +23,12 @@ func TestResultDigest(t *testing.T) {
 			[]string{"--- FAIL: TestStore", "store_test.go:42: got 3 want 4", "exit 1"}, nil},
 		{"pytest", "collected 3 items\n\ntests/test_x.py F..\n\nE       assert 3 == 4\ntests/test_x.py:7: AssertionError\nFAILED tests/test_x.py::test_sum - assert 3 == 4",
 			[]string{"E       assert 3 == 4", "FAILED tests/test_x.py::test_sum"}, nil},
+		{"a file read's code is not an error", "     1→/**\n    27→ * @return VSLA_SUCCESS or error code\n    28→ */\n    29→int f(void);",
+			[]string{"1→/**", "(4 lines)"}, []string{"! 27→"}},
+		{"cat -n's code is not an error", "     1\tpackage x\n     2\tvar ErrBad = errors.New(\"error: bad\")",
+			[]string{"(2 lines)"}, []string{"! 2\t", "! 2 "}},
+		{"a compiler's excerpt is not, its error is", "x.c:8:9: error: stray '\\' in program\n    8 |   printf(\"error: %d\", e);\n      |         ^",
+			[]string{"x.c:8:9: error: stray"}, []string{"! 8 |"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -192,13 +192,16 @@ func (e *Engine) budgets(rq *job) budgets {
 		limit:   limit,
 		window:  int(float64(w) / f),
 		hard:    int(float64(w-room) / f),
-		// auto's summaries stand where a window's marker would: a small
-		// budget, a thirty-second of the window at most.
-		cutSummary: max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
-		chunk:      e.opts.ChunkTokens,
-		summary:    e.opts.SummaryBudgetTokens,
-		keepRecent: e.opts.KeepRecentTurns,
-		overhead:   rq.overhead + e.relevantTokens(),
+		// auto's summaries stand where a window's marker would, in an
+		// eighth of the window at most: room for the errors, decisions
+		// and paths of what the cut omits (BENCHMARKS.md, "What the agent
+		// keeps").
+		cutSummary:      max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/8), 256),
+		tightCutSummary: max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
+		chunk:           e.opts.ChunkTokens,
+		summary:         e.opts.SummaryBudgetTokens,
+		keepRecent:      e.opts.KeepRecentTurns,
+		overhead:        rq.overhead + e.relevantTokens(),
 	}
 }
 
@@ -210,10 +213,12 @@ type budgets struct {
 	window     int
 	hard       int // the window less the room the answer needs
 	cutSummary int // auto's summaries in place of a window marker
-	chunk      int
-	summary    int // summary tokens per level before folding upward
-	keepRecent int // steps always kept verbatim
-	overhead   int // tools and reply priming
+	// tightCutSummary: theirs when the newest steps need the room
+	tightCutSummary int
+	chunk           int
+	summary         int // summary tokens per level before folding upward
+	keepRecent      int // steps always kept verbatim
+	overhead        int // tools and reply priming
 }
 
 // auto's ways for a conversation (decisionAuto).

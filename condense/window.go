@@ -85,11 +85,17 @@ func (e *Engine) frameOf(rq *job, b budgets, prefix [][]byte, firstStep int) win
 	for _, p := range prefix {
 		w.prefixTok += e.counter.Text(rq.limits.Encoding, string(p))
 	}
-	if w.standIn {
-		w.note = b.cutSummary
-	}
-	w.fixed = c.tokens(0, c.head) + b.overhead + w.prefixTok + w.note
 	w.must = min(max(firstStep, len(c.steps)-b.keepRecent, 0), len(c.steps)-1)
+	base := c.tokens(0, c.head) + b.overhead + w.prefixTok
+	if w.standIn {
+		// The stand-ins' budget, unless the newest steps need that room
+		// to stay verbatim: then the small one.
+		w.note = b.cutSummary
+		if base+w.note+c.stepTokens(w.must, len(c.steps)) > b.window {
+			w.note = b.tightCutSummary
+		}
+	}
+	w.fixed = base + w.note
 	return w
 }
 
@@ -195,6 +201,7 @@ func (w windowFrame) gridCut(rq *job, b budgets, p foldPlan) int {
 // summaries' tokens were read (held ≥ 0) and changed; with a marker
 // (markerCut) when there is nothing to summarize.
 func (e *Engine) standInCut(ctx context.Context, rq *job, b budgets, r *Report, prefix [][]byte, w windowFrame, keep int, moved bool, held int) ([]byte, error) {
+	b.cutSummary = w.note
 	from, rest := rq.conv.steps[w.firstStep].first, rq.conv.steps[keep].first
 	extractive := rq.extractiveSummaries
 	if w.afterSummary {
