@@ -29,8 +29,8 @@ const (
 // token is a safe estimate for this text). What the agent needs goes
 // first — its Files section (a third of the room at most), the user's
 // words (the task), every distinct error line commands printed, then the
-// assistant's words (its decisions), then the calls, then the other
-// results — each kept in the order it came, and what did not fit is
+// assistant's decisions (its words where its calls change files), its
+// other words, then the calls, then the other results — each kept in the order it came, and what did not fit is
 // counted on one line that says where the originals are.
 func fitSummary(text string, maxTokens int) string {
 	maxChars := maxTokens * 3
@@ -110,9 +110,10 @@ func fitSummary(text string, maxTokens int) string {
 const (
 	userRank      = 0 // the user's words: the task and its changes
 	errorRank     = 1 // a result with error lines or a failing exit status
-	assistantRank = 2 // the assistant's words: its decisions
-	callRank      = 3
-	maxLineRank   = 4 // other results, markers
+	decisionRank  = 2 // the assistant's words where its calls change files
+	assistantRank = 3 // the assistant's other words
+	callRank      = 4
+	maxLineRank   = 5 // other results, markers
 )
 
 func lineRank(l string) int {
@@ -125,6 +126,8 @@ func lineRank(l string) int {
 			return errorRank
 		}
 		return maxLineRank
+	case strings.HasPrefix(t, "- Decision:"):
+		return decisionRank
 	case strings.HasPrefix(t, "- Assistant:"):
 		return assistantRank
 	case strings.HasPrefix(t, "- called "):
@@ -146,8 +149,10 @@ var (
 	tagLine = regexp.MustCompile(`^</?[\w-]+>$`)
 	// codeLine is a line of a file as tools show it: numbered (cat -n,
 	// Claude Code's Read "12→", a compiler's excerpt "12 | ").
-	codeLine  = regexp.MustCompile(`^\s*\d+(?:→|\t|\s+\|\s)`)
-	pathToken = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
+	codeLine = regexp.MustCompile(`^\s*\d+(?:→|\t|\s+\|\s)`)
+	// digestHeader is the first line of a digest (selective's marker).
+	digestHeader = regexp.MustCompile(`^\[condense-proxy digest of .* — ([^,]+), original (\d+) lines, \d+ tokens; id (\S+): GET \S+\]$`)
+	pathToken    = regexp.MustCompile(`(?:^|[\s'"=(])((?:\.{0,2}/)?(?:[\w.-]+/)*[\w.-]+\.[A-Za-z][\w]{0,7})(?::\d+)?`)
 )
 
 func shorten(s string, n int) string {
@@ -242,6 +247,11 @@ func resultDigest(text string) string {
 			break
 		}
 	}
+	if m := digestHeader.FindStringSubmatch(first); m != nil {
+		// A digest is named by its id (what recalls its original), not
+		// by its header: the room goes to its error lines.
+		first = "[digest " + m[3] + ", " + m[1] + " of " + m[2] + " lines]"
+	}
 	parts := []string{shorten(first, resultChars)}
 	if code := logfacts.Exit(text); code != "" {
 		parts = append(parts, "exit "+code)
@@ -292,7 +302,27 @@ var (
 	modifyTools = regexp.MustCompile(`(?i)(edit|write|create|replace|patch|insert|apply|update|delete|rename|move)`)
 	searchTools = regexp.MustCompile(`(?i)(grep|glob|find|search|ls|list)`)
 	modifyCmd   = regexp.MustCompile(`(?:>|sed -i|tee |mv |cp |rm |touch |patch |git apply)`)
+	todoTool    = regexp.MustCompile(`(?i)todo`)
+	editCmd     = regexp.MustCompile(`\bsed\s+(?:-\w+\s+)*-i|\bcat\s*(?:<<-?\s*'?\w+'?\s*)?>\s*\S|\btee\s|\bgit\s+apply\b|\bpatch\s+-|\bperl\s+-\w*i`)
 )
+
+// editsFiles reports whether calls change files: a tool that modifies
+// (not a to-do list's), or a shell command that writes (sed -i, cat >,
+// tee, git apply, patch, perl -i).
+func editsFiles(calls []view.Call) bool {
+	for _, c := range calls {
+		if modifyTools.MatchString(c.Name) && !todoTool.MatchString(c.Name) {
+			return true
+		}
+		a := gjson.Parse(c.Args)
+		for _, k := range []string{"command", "cmd"} {
+			if editCmd.MatchString(a.Get(k).String()) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // noteCall records the files named in a tool call.
 func (f *fileLog) noteCall(name, args string) {
@@ -477,7 +507,11 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 			writeLine(&b, "- System note: ", shorten(oneLine(t.Text), userChars))
 		case "assistant":
 			if s := firstSentences(t.Text, assistantChars); s != "" {
-				writeLine(&b, "- Assistant: ", s)
+				label := "- Assistant: "
+				if editsFiles(t.Calls) {
+					label = "- Decision: "
+				}
+				writeLine(&b, label, s)
 			}
 		}
 		for _, call := range t.Calls {

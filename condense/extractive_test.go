@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 func TestResultDigest(t *testing.T) {
@@ -29,6 +31,8 @@ func TestResultDigest(t *testing.T) {
 			[]string{"(2 lines)"}, []string{"! 2\t", "! 2 "}},
 		{"a compiler's excerpt is not, its error is", "x.c:8:9: error: stray '\\' in program\n    8 |   printf(\"error: %d\", e);\n      |         ^",
 			[]string{"x.c:8:9: error: stray"}, []string{"! 8 |"}},
+		{"a digest is named by its id, its error lines kept", "[condense-proxy digest of Bash make -j$(nproc) 2>&1 | head -100 — log, original 100 lines, 2385 tokens; id dd1f40d33b1cb25d8: GET /v1/condense/originals/dd1f40d33b1cb25d8]\nlog, 100 lines, exit status 2\nerrors:\n  src/ops.h:29:14: error: conflicting types for 'pad'",
+			[]string{"[digest dd1f40d33b1cb25d8, log of 100 lines]", "! src/ops.h:29:14: error: conflicting types for 'pad'"}, []string{"GET /v1/condense", "make -j"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +115,46 @@ func TestFitSummaryKeepsWhatTheAgentNeeds(t *testing.T) {
 	}
 	if n := strings.Count(out, "panic: index out of range"); n != 1 {
 		t.Errorf("a repeated error line kept %d times", n)
+	}
+}
+
+// TestDecisionsKeptBeforeOtherWords: in a summary of a conversation, the
+// assistant's words where its calls change files are decisions, kept with
+// the error lines before its other words; a to-do list is no edit.
+func TestDecisionsKeptBeforeOtherWords(t *testing.T) {
+	calls := func(name, args string) []view.Call { return []view.Call{{ID: "c", Name: name, Args: args}} }
+	for _, tc := range []struct {
+		name  string
+		calls []view.Call
+		want  bool
+	}{
+		{"edit tool", calls("Edit", `{"file_path":"a.go"}`), true},
+		{"sed -i", calls("bash", `{"command":"sed -i 's/a/b/' a.go"}`), true},
+		{"heredoc", calls("bash", `{"command":"cat <<'EOF' > a.go\nx\nEOF"}`), true},
+		{"to-do list", calls("TodoWrite", `{"todos":[]}`), false},
+		{"a read with a redirect", calls("bash", `{"command":"go test ./... 2>&1 | head"}`), false},
+	} {
+		if got := editsFiles(tc.calls); got != tc.want {
+			t.Errorf("%s: editsFiles = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("- User: fix the parser\n")
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&b, "- Assistant: step %d, reading more of the code to see where it goes\n", i)
+		if i%25 == 3 {
+			fmt.Fprintf(&b, "- Decision: I will make parse %d return an error on empty input.\n", i)
+		}
+		fmt.Fprintf(&b, "  - called bash(command=cat pkg/file%d.go)\n", i)
+	}
+	out := fitSummary(b.String(), 200)
+	for i := 3; i < 100; i += 25 {
+		if w := fmt.Sprintf("I will make parse %d return an error", i); !strings.Contains(out, w) {
+			t.Errorf("fitted summary lacks the decision %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "step 99, reading") {
+		t.Errorf("other words kept before the decisions:\n%s", out)
 	}
 }
 
