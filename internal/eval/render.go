@@ -231,7 +231,7 @@ the fake upstream, which parses every request, gets a much smaller body than in 
 			fmt.Fprintf(&b, "- %s\n", p)
 		}
 	} else {
-		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play, on the real sessions no mode billed more than mode off and auto billed at most the cheaper of full-llm and selective plus 0.02.\n")
+		b.WriteString("\nEvery check passed: no rejected request, head and last message verbatim in every request, no condensed request over the window, selective condensing kept at least 95% of the facts in play, on the real sessions no mode billed more than mode off, auto kept at least 80% of the facts and billed at most what any of full-llm, full-extractive and selective that kept that much billed, plus 0.02.\n")
 	}
 	b.WriteString(factsMarkdown("## What the agent still knows", r.Rows))
 	b.WriteString(`
