@@ -28,7 +28,14 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	if len(chunks) == 0 {
 		return nil, "", nil
 	}
-	e.cutAllowance(ctx, rq, b, r, chunks)
+	if rq.notes {
+		// Notes are written, not asked for: no summarizer call.
+		extractive := rq.extractiveSummaries
+		rq.extractiveSummaries = true
+		defer func() { rq.extractiveSummaries = extractive }()
+	} else {
+		e.cutAllowance(ctx, rq, b, r, chunks)
+	}
 	rq.summaryTokens = e.perCutSummaryTokens(b)
 	defer func() { rq.summaryTokens = 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)

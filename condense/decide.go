@@ -504,7 +504,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 	if out == nil {
 		out = rq.in.Body
 	}
-	rq.summarizeCut = true
+	rq.summarizeCut, rq.notes = true, e.opts.StandIns == StandInNotes
 	return e.truncateBody(ctx, rq, out, b, r)
 }
 

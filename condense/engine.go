@@ -222,11 +222,24 @@ type Options struct {
 	// uncondensed so far (estimated); past it, its summaries are
 	// extractive. 0: 0.02. Negative: never the LLM in auto.
 	AutoLLMShare float64
+	// StandIns is what stands for the steps auto's cut omits:
+	// StandInSummaries ("" too) or StandInNotes.
+	StandIns string
 	// HoldoutShare is the share of conversations, in [0, 1], forwarded
 	// as received — the holdout arm, chosen by inHoldout — while what
 	// their mode would have forwarded is reported (holdout.go). 0: none.
 	HoldoutShare float64
 }
+
+// What stands for the steps auto's cut omits (Options.StandIns).
+const (
+	// StandInSummaries: summaries keeping the task, the error lines, the
+	// decisions and the paths, with the ids to recall each original.
+	StandInSummaries = "summaries"
+	// StandInNotes: notes of what was there (calls, errors, the user's
+	// words, files) and the ids the recall tool finds it by; no summary.
+	StandInNotes = "notes"
+)
 
 // defaults sets every option left at its zero value (or below it) to its
 // default.
@@ -596,6 +609,9 @@ type job struct {
 	// extractiveSummaries: this job's new summaries are extractive
 	// (auto past its LLM allowance), kept under the extractive key.
 	extractiveSummaries bool
+	// notes: auto's cut leaves notes of what it omits, not summaries
+	// (condense.stand_ins notes).
+	notes bool
 	// spent is what this job's summarizer calls cost, estimated in units
 	// of the input price.
 	spent float64

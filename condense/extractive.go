@@ -477,6 +477,56 @@ func (m *filesMemo) get(build func() string) string {
 	return m.files
 }
 
+// note says what items [from, to) held without summarizing them
+// (condense.stand_ins notes): how many calls of which tools, how many
+// results reported errors, the user's words, and the Files section (kept
+// in files); the recall tool and the originals' id hold the rest.
+func (c *conversation) note(from, to int, files *filesMemo) string {
+	var b strings.Builder
+	var texts []view.Text
+	calls := map[string]int{}
+	var names []string
+	errs, total := 0, 0
+	for i := from; i < to; i++ {
+		t := c.text(i)
+		if len(t.Calls) > 0 || len(t.Results) > 0 {
+			texts = append(texts, t)
+		}
+		for _, call := range t.Calls {
+			if calls[call.Name] == 0 {
+				names = append(names, call.Name)
+			}
+			calls[call.Name]++
+			total++
+		}
+		for _, r := range t.Results {
+			if lineRank("→ "+resultDigest(r.Text)) == errorRank {
+				errs++
+			}
+		}
+		if t.Role == "user" && (len(t.Results) == 0 || strings.TrimSpace(t.Text) != "") {
+			writeLine(&b, "- User: ", shorten(oneLine(t.Text), userChars))
+		}
+	}
+	sort.SliceStable(names, func(i, j int) bool { return calls[names[i]] > calls[names[j]] })
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, calls[n]))
+	}
+	head := fmt.Sprintf("- %d messages, %d tool calls", to-from, total)
+	if len(parts) > 0 {
+		head += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if errs > 0 {
+		head += fmt.Sprintf(", %d results with errors", errs)
+	}
+	out := head + "\n" + b.String()
+	if f := files.get(func() string { return filesOfTexts(texts) }); f != "" {
+		out += f
+	}
+	return out
+}
+
 // extractive summarizes items [from, to) step by step, its Files section
 // kept in files.
 func (c *conversation) extractive(from, to int, files *filesMemo) string {

@@ -133,7 +133,7 @@ func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok in
 		c := rq.received()
 		fixed := c.tokens(0, c.head) + b.overhead
 		perToken := 0.0
-		if !rq.extractiveSummaries && e.summaryModel(rq) != "extractive" {
+		if !rq.extractiveSummaries && !rq.notes && e.summaryModel(rq) != "extractive" {
 			perToken = 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(max(b.chunk, 1))
 		}
 		floor := fixed + b.cutSummary + recentTokens(c, b.keepRecent)

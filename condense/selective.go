@@ -363,7 +363,7 @@ func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
 		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, frontier: rq.frontier,
 		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
-		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, headHash: rq.headHash,
+		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, notes: rq.notes, headHash: rq.headHash,
 		base: rq, patches: patches}
 }
 

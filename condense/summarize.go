@@ -117,7 +117,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 // extractive, whichever the allowance then paid for.
 func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level int, contentHash, prevHash string) (string, bool) {
 	models := []string{model}
-	if rq.summarizeCut {
+	if rq.summarizeCut && !rq.notes {
 		models = append(models, e.llmModel(rq), "extractive")
 	}
 	for i, m := range models {
@@ -409,6 +409,9 @@ func (e *Engine) callSummarizer(ctx context.Context, in SummaryInput) (string, e
 }
 
 func (e *Engine) summaryModel(rq *job) string {
+	if rq.notes {
+		return StandInNotes
+	}
 	if rq.extractiveSummaries {
 		return "extractive"
 	}
@@ -594,6 +597,9 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		text, cached, degraded, err := e.summary(ctx, rq, 1, [2]int{from, to}, content, prevHash, prev, func() string {
 			return rq.conv.transcript(from, to)
 		}, func() string {
+			if rq.notes {
+				return fitSummary(rq.conv.note(from, to, files), e.summaryTokens(rq))
+			}
 			return fitSummary(rq.conv.extractive(from, to, files), e.summaryTokens(rq))
 		}, func(s string) string {
 			// Both summarizers end with the deterministic Files section.
@@ -736,7 +742,7 @@ func mergeExtractive(parts []string) string {
 // item rest, as a note, the memory's steps relevant to them beside them,
 // and returns it with its text.
 func (e *Engine) summaryNote(ctx context.Context, rq *job, items []summaryItem, replaced, rest int) ([]byte, string) {
-	summary := renderSummary(items, replaced)
+	summary := renderSummary(items, replaced, rq.notes)
 	text := summary + e.relevantBlock(ctx, rq, summaryAnchor(items), rest, summary)
 	return rq.codec.Note(text), text
 }
@@ -766,10 +772,14 @@ func (rq *job) reportSummaries(r *Report, levels map[int]int) {
 }
 
 // renderSummary is the message that replaces the folded messages.
-func renderSummary(items []summaryItem, replaced int) string {
+func renderSummary(items []summaryItem, replaced int, notes bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<conversation-summary replaces=\"%d earlier messages\">\n", replaced)
-	b.WriteString("The earlier part of this conversation was condensed by condense-proxy. The summaries below replace it, oldest first; the original messages of each can be fetched with GET /v1/condense/originals/{id}.\n\n")
+	if notes {
+		b.WriteString("The earlier part of this conversation was condensed by condense-proxy. The notes below say what was there, oldest first; search it with the condense_recall tool, or fetch the original messages of each with GET /v1/condense/originals/{id}.\n\n")
+	} else {
+		b.WriteString("The earlier part of this conversation was condensed by condense-proxy. The summaries below replace it, oldest first; the original messages of each can be fetched with GET /v1/condense/originals/{id}.\n\n")
+	}
 	for _, it := range items {
 		fmt.Fprintf(&b, "<summary id=\"%s\" level=\"%d\" messages=\"%d-%d\">\n%s\n</summary>\n", it.id, it.level, it.from, it.to-1, strings.TrimSpace(it.text))
 	}

@@ -89,9 +89,9 @@ func (e *Engine) frameOf(rq *job, b budgets, prefix [][]byte, firstStep int) win
 	base := c.tokens(0, c.head) + b.overhead + w.prefixTok
 	if w.standIn {
 		// The stand-ins' budget, unless the newest steps need that room
-		// to stay verbatim: then the small one.
+		// to stay verbatim under the limit: then the small one.
 		w.note = b.cutSummary
-		if base+w.note+c.stepTokens(w.must, len(c.steps)) > b.window {
+		if base+w.note+c.stepTokens(w.must, len(c.steps)) > b.limit {
 			w.note = b.tightCutSummary
 		}
 	}
@@ -203,12 +203,12 @@ func (w windowFrame) gridCut(rq *job, b budgets, p foldPlan) int {
 func (e *Engine) standInCut(ctx context.Context, rq *job, b budgets, r *Report, prefix [][]byte, w windowFrame, keep int, moved bool, held int) ([]byte, error) {
 	b.cutSummary = w.note
 	from, rest := rq.conv.steps[w.firstStep].first, rq.conv.steps[keep].first
-	extractive := rq.extractiveSummaries
+	extractive, notes := rq.extractiveSummaries, rq.notes
 	if w.afterSummary {
-		rq.extractiveSummaries = true
+		rq.extractiveSummaries, rq.notes = true, false
 	}
 	note, text, err := e.cutSummary(ctx, rq, b, r, w.firstStep, keep)
-	rq.extractiveSummaries = extractive
+	rq.extractiveSummaries, rq.notes = extractive, notes
 	if err != nil {
 		return nil, err
 	}

@@ -178,6 +178,11 @@ type Condense struct {
 	// conversation: this share of its estimated uncondensed bill so far;
 	// past it, auto's summaries are extractive. 0: never the LLM in auto.
 	AutoLLMShare float64
+	// StandIns is what stands for the steps auto's cut omits: "summaries"
+	// (extractive or LLM, keeping the task, errors, decisions and paths)
+	// or "notes" (what was there — calls, errors, files — and the ids the
+	// recall tool finds it by; no summary).
+	StandIns string
 	// Defer lets the planner forward a request over the threshold as
 	// received, before its conversation's first condensation, while
 	// condensing it would cost more than it saves over the requests
@@ -638,6 +643,12 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 	case "auto", "chat", "messages", "responses", "gemini":
 	default:
 		bad("condense.summary_api", "%q is not auto, chat, messages, responses or gemini", cd.SummaryAPI)
+	}
+	switch {
+	case cd.StandIns != "summaries" && cd.StandIns != "notes":
+		bad("condense.stand_ins", "%q is not summaries or notes", cd.StandIns)
+	case cd.StandIns == "notes" && !c.Memory.RecallTool:
+		bad("condense.stand_ins", "notes name what was condensed and leave the rest to the recall tool: set memory.recall_tool true, or stand_ins summaries")
 	}
 	if cd.PromptFile != "" {
 		if _, err := os.Stat(cd.PromptFile); err != nil {

@@ -292,6 +292,8 @@ var table = []Key{
 		"summarizer calls one request may make; a request that needs more makes none (extractive summaries)"),
 	floatKey("condense.auto_llm_share", "auto-llm-share", 0.02, 0, 1, func(c *Config) *float64 { return &c.Condense.AutoLLMShare },
 		"auto's LLM summaries of a conversation cost at most this share of its uncondensed bill so far; past it, extractive (0: never the LLM in auto)"),
+	strKey("condense.stand_ins", "stand-ins", "summaries", func(c *Config) *string { return &c.Condense.StandIns },
+		"what stands for the steps auto's cut omits: summaries (the task, error lines, decisions, paths, recall ids) | notes (what was there and the recall ids, no summary; needs memory.recall_tool)"),
 	boolKey("condense.defer", "defer", false, func(c *Config) *bool { return &c.Condense.Defer },
 		"forward a request over the threshold as received while condensing it would cost more than it saves (until the hard limit)"),
 	boolKey("condense.cold_turns", "cold-turns", true, func(c *Config) *bool { return &c.Condense.ColdTurns },

@@ -448,6 +448,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		Defer:               cfg.Condense.Defer,
 		NoColdTurns:         !cfg.Condense.ColdTurns,
 		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
+		StandIns:            cfg.Condense.StandIns,
 		HoldoutShare:        cfg.Condense.HoldoutShare,
 	}
 	if cfg.Memory.RelevantContext {

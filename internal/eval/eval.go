@@ -570,4 +570,5 @@ var BillModes = []Mode{
 	{Name: "selective-defer", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 	{Name: "auto-defer", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 	{Name: "auto-relevant", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Memory.RelevantContext = true }},
+	{Name: "auto-notes", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.StandIns = "notes" }},
 }
