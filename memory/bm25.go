@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"unicode"
@@ -74,6 +75,112 @@ func terms(text string) []string {
 	return out
 }
 
+// indexTerms are the terms a document is indexed by and a query searched
+// with: its words (terms), each pair of consecutive words, and each path
+// it names as its suffixes. A pair ("stored self", "gpu convolution") is
+// rarer than either word, so a document holding a phrase outranks one
+// holding its words apart; a path's suffixes ("query.py",
+// "models/query.py", … the whole path) are rarer than its components, so
+// the document naming the very path outranks those sharing its
+// directories, and a file's name or its tail finds the whole path.
+func indexTerms(text string) []string {
+	out := terms(text)
+	prev := ""
+	forWords(text, func(w string) {
+		lw := strings.ToLower(w)
+		if len(lw) > maxTermLen {
+			lw = lw[:maxTermLen]
+		}
+		if stopwords[lw] {
+			return
+		}
+		if prev != "" {
+			out = append(out, prev+" "+lw)
+		}
+		prev = lw
+	})
+	for _, p := range pathName.FindAllString(text, -1) {
+		out = append(out, pathSuffixes(p)...)
+	}
+	return out
+}
+
+// forWords calls f with each run of letters, digits and underscores of
+// text, in order.
+func forWords(text string, f func(string)) {
+	start := -1
+	for i, r := range text {
+		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			f(text[start:i])
+			start = -1
+		}
+	}
+	if start >= 0 {
+		f(text[start:])
+	}
+}
+
+// pathName matches what may be a path or a file's name: a run of word
+// characters, dots, dashes and slashes (pathSuffixes keeps those with a
+// slash or an extension).
+var pathName = regexp.MustCompile(`[\w.\-/]*[\w/]`)
+
+// Bounds of a path's suffix terms.
+const (
+	maxPathSuffixes = 8
+	maxPathTermLen  = 256
+)
+
+// pathSuffixes returns the suffix terms of a path ("/a/b/c.go" → "c.go",
+// "b/c.go", "a/b/c.go", "/a/b/c.go"), lower-case, the shortest first, at
+// most maxPathSuffixes: those holding a slash, or a dot (a file's name).
+// "." and ".." components are not part of a suffix ("./x/y" is "x/y").
+func pathSuffixes(p string) []string {
+	if len(p) > maxPathTermLen || !strings.ContainsAny(p, "/.") {
+		return nil
+	}
+	p = strings.ToLower(p)
+	if len(p) > 1 {
+		p = strings.TrimRight(p, "/")
+	}
+	var out []string
+	for end, n := len(p), 0; n < maxPathSuffixes; n++ {
+		i := strings.LastIndexByte(p[:end], '/')
+		suffix := p[i+1:]
+		comp := p[i+1 : end]
+		if comp == "." || comp == ".." {
+			break
+		}
+		if comp != "" && (strings.Contains(suffix, "/") || strings.Contains(comp, ".")) && hasWordChar(comp) {
+			out = append(out, suffix)
+		}
+		if i < 0 {
+			break
+		}
+		if i == 0 {
+			if len(p) > 1 {
+				out = append(out, p) // the absolute path itself
+			}
+			break
+		}
+		end = i
+	}
+	return out
+}
+
+func hasWordChar(s string) bool {
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // splitIdent splits an identifier at underscores and at lower-to-upper
 // case changes ("parseHTTPRequest" → parse, HTTPRequest; "a_b" → a, b).
 func splitIdent(w string) []string {
@@ -112,7 +219,7 @@ func newIndex(texts []string) *index {
 	ix := &index{docs: make([]docTerms, len(texts)), df: map[string]int{}}
 	total := 0
 	for i, t := range texts {
-		ts := terms(t)
+		ts := indexTerms(t)
 		tf := make(map[string]int, len(ts)/2+1)
 		for _, term := range ts {
 			tf[term]++
