@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // BM25 over one conversation's memory, in process. Steps and summaries
@@ -201,37 +202,83 @@ func splitIdent(w string) []string {
 	return parts
 }
 
-// index is a BM25 index over documents. Built once per version of a
-// conversation's memory; read-only afterwards (safe for concurrent
-// searches).
+// index is a BM25 index over documents, each indexed as its passages
+// (passages): a document scores as its best passage, so what a long
+// document says in one place (the assistant's words before the file a
+// tool call wrote, an error amid pages of output) is not diluted by the
+// rest of it. Built once per version of a conversation's memory;
+// read-only afterwards (safe for concurrent searches).
 type index struct {
-	docs   []docTerms
+	docs   int
+	psgs   []docTerms // every document's passages, in document order
 	df     map[string]int
 	avgLen float64
 }
 
 type docTerms struct {
+	doc int // the document the passage is of
 	tf  map[string]int
 	len int
 }
 
+// Passages: a document is cut into passages of about passageBytes, at
+// white space, each beginning passageOverlap bytes before the previous
+// one ends (a phrase across a cut is whole in one of them).
+const (
+	passageBytes   = 2048
+	passageOverlap = 256
+)
+
+// passages cuts text into passages (passageBytes, passageOverlap), at
+// white space where there is some.
+func passages(text string) []string {
+	if len(text) <= passageBytes {
+		return []string{text}
+	}
+	var out []string
+	for start := 0; ; {
+		end := start + passageBytes
+		if end >= len(text) {
+			out = append(out, text[start:])
+			return out
+		}
+		if i := strings.LastIndexAny(text[start+passageBytes/2:end], " \t\n"); i >= 0 {
+			end = start + passageBytes/2 + i
+		}
+		for end < len(text) && !utf8.RuneStart(text[end]) {
+			end++
+		}
+		out = append(out, text[start:end])
+		next := end - passageOverlap
+		if i := strings.IndexAny(text[next:end], " \t\n"); i >= 0 {
+			next += i + 1
+		}
+		for next < end && !utf8.RuneStart(text[next]) {
+			next++
+		}
+		start = next
+	}
+}
+
 func newIndex(texts []string) *index {
-	ix := &index{docs: make([]docTerms, len(texts)), df: map[string]int{}}
+	ix := &index{docs: len(texts), df: map[string]int{}}
 	total := 0
 	for i, t := range texts {
-		ts := indexTerms(t)
-		tf := make(map[string]int, len(ts)/2+1)
-		for _, term := range ts {
-			tf[term]++
+		for _, p := range passages(t) {
+			ts := indexTerms(p)
+			tf := make(map[string]int, len(ts)/2+1)
+			for _, term := range ts {
+				tf[term]++
+			}
+			for term := range tf {
+				ix.df[term]++
+			}
+			ix.psgs = append(ix.psgs, docTerms{doc: i, tf: tf, len: len(ts)})
+			total += len(ts)
 		}
-		for term := range tf {
-			ix.df[term]++
-		}
-		ix.docs[i] = docTerms{tf: tf, len: len(ts)}
-		total += len(ts)
 	}
-	if len(texts) > 0 {
-		ix.avgLen = float64(total) / float64(len(texts))
+	if len(ix.psgs) > 0 {
+		ix.avgLen = float64(total) / float64(len(ix.psgs))
 	}
 	return ix
 }
@@ -246,7 +293,7 @@ type scored struct {
 // k (ties: the newer document first, as later steps tend to hold the
 // current state of a fact).
 func (ix *index) search(query []string, k int) []scored {
-	if len(ix.docs) == 0 || len(query) == 0 {
+	if len(ix.psgs) == 0 || len(query) == 0 {
 		return nil
 	}
 	seen := map[string]bool{}
@@ -257,9 +304,9 @@ func (ix *index) search(query []string, k int) []scored {
 			qs = append(qs, q)
 		}
 	}
-	n := float64(len(ix.docs))
-	var out []scored
-	for i, d := range ix.docs {
+	n := float64(len(ix.psgs))
+	best := make([]float64, ix.docs)
+	for _, d := range ix.psgs {
 		s := 0.0
 		for _, q := range qs {
 			f := float64(d.tf[q])
@@ -271,6 +318,10 @@ func (ix *index) search(query []string, k int) []scored {
 			norm := 1 - bm25B + bm25B*float64(d.len)/max(ix.avgLen, 1)
 			s += idf * f * (bm25K1 + 1) / (f + bm25K1*norm)
 		}
+		best[d.doc] = max(best[d.doc], s)
+	}
+	var out []scored
+	for i, s := range best {
 		if s > 0 {
 			out = append(out, scored{i, s})
 		}

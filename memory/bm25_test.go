@@ -61,6 +61,24 @@ func TestSearchPathFindsTheStepNamingIt(t *testing.T) {
 	}
 }
 
+// A sentence the assistant said is found by its words even when the step
+// that holds it goes on for pages (the file its tool call wrote), above
+// short steps that share the words apart.
+func TestSearchPhraseInALongStep(t *testing.T) {
+	file := strings.Repeat("    result = subprocess.run(cmd, capture_output=True)\n    data = json.loads(result.stdout)\n", 150)
+	steps := [][2]string{
+		{"said", "[assistant]\nNow I'll create the comprehensive single-command benchmark script:\n[tool call] Write({\"file_path\":\"/home/u/run_benchmark.py\",\"content\":\"" + file + "\"})"},
+		{"a", "[assistant]\nLet me first create a GPU benchmark to test our implementation against the competitors. I'll create a comprehensive GPU benchmark script:"},
+		{"b", "[assistant]\nI'll help you create a streamlined single-command benchmark with automatic report generation. Now let me start."},
+		{"c", "[assistant]\nNow let me clean up the folder structure. First, I'll update the todo list for the benchmark script and the command."},
+		{"d", "[assistant]\nNow I need to add the benchmark to the comprehensive script; the single command should run it."},
+	}
+	got := searchTop(t, "Now I'll create the comprehensive single-command benchmark script:", 3, steps...)
+	if !contains(got, "said") {
+		t.Errorf("top 3 %v lack the step that said the sentence", got)
+	}
+}
+
 func TestPathSuffixes(t *testing.T) {
 	for in, want := range map[string]string{
 		"/a/b/c.go":       "c.go b/c.go a/b/c.go /a/b/c.go",
@@ -74,5 +92,35 @@ func TestPathSuffixes(t *testing.T) {
 		if got := strings.Join(pathSuffixes(in), " "); got != want {
 			t.Errorf("pathSuffixes(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Passages cover the whole text, each within the bound, consecutive ones
+// overlapping, cut at white space.
+func TestPassages(t *testing.T) {
+	text := strings.Repeat("héllo wörld the quick brown fox ", 500)
+	ps := passages(text)
+	if len(ps) < 2 {
+		t.Fatalf("%d passages of %d bytes", len(ps), len(text))
+	}
+	if !strings.HasPrefix(text, ps[0]) || !strings.HasSuffix(text, ps[len(ps)-1]) {
+		t.Error("the passages do not begin and end with the text")
+	}
+	off := 0
+	for i, p := range ps {
+		if len(p) > passageBytes {
+			t.Errorf("passage %d: %d bytes", i, len(p))
+		}
+		at := strings.Index(text[off:], p)
+		if at < 0 {
+			t.Fatalf("passage %d is not a piece of the text after the previous one", i)
+		}
+		if i > 0 && at >= len(ps[i-1]) {
+			t.Errorf("passage %d does not overlap the previous one", i)
+		}
+		off += at
+	}
+	if ps := passages("short text"); len(ps) != 1 || ps[0] != "short text" {
+		t.Errorf("short text cut: %q", ps)
 	}
 }
