@@ -302,7 +302,7 @@ func (m *Memory) Search(ctx context.Context, scope, conversation, query string, 
 	// A summary derives from its steps: where a step it covers matches
 	// about as well, the step is the better answer (it holds the fact
 	// itself) and the summary gives way.
-	all := c.ix.search(terms(query), len(c.items))
+	all := c.ix.search(indexTerms(query), len(c.items))
 	if m.opts.Embedder != nil && m.opts.EmbeddingModel != "" && strings.TrimSpace(query) != "" {
 		all = m.fuse(ctx, scope, c, query, all, creds)
 	}
