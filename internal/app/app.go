@@ -341,7 +341,7 @@ func gatewayModels(ms []litellm.Model) []config.GatewayModel {
 	out := make([]config.GatewayModel, len(ms))
 	for i, m := range ms {
 		out[i] = config.GatewayModel{Alias: m.Alias, Model: m.Model, ContextWindow: m.MaxInputTokens, MaxOutputTokens: m.MaxOutputTokens,
-			InputPricePerMTok: m.InputPricePerMTok(), CacheRead: m.CacheRead(), CacheWrite: m.CacheWrite()}
+			InputPricePerMTok: m.InputPricePerMTok(), CacheRead: m.CacheRead(), CacheWrite: m.CacheWrite(), OutputPrice: m.OutputPrice()}
 	}
 	return out
 }
