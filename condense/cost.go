@@ -25,11 +25,12 @@ import (
 // per conversation and frozen (memo.go), so every later request and every
 // replica replays it byte for byte.
 
-// prices are a model's prompt-cache prices as multiples of its input
-// price, how long its cache lives idle, and the shortest prefix it
-// caches (tokens).
+// prices are a model's prompt-cache prices and its output price as
+// multiples of its input price, how long its cache lives idle, and the
+// shortest prefix it caches (tokens).
 type prices struct {
 	read, write float64
+	output      float64
 	ttl         time.Duration
 	minPrefix   int
 }
@@ -43,13 +44,13 @@ const (
 	// defaultMinCachedPrefix is the shortest prefix the providers cache
 	// (Anthropic's and OpenAI's: 1024 tokens).
 	defaultMinCachedPrefix = 1024
-	// summaryOutputPrice is the summarizer's output price as a multiple
-	// of its input price (4–5 for the providers' main models).
-	summaryOutputPrice = 4.0
+	// defaultOutputPrice is the output price as a multiple of the input
+	// price (Anthropic's: 5).
+	defaultOutputPrice = 5.0
 )
 
 func pricesOf(l ModelLimits) prices {
-	p := prices{read: l.CacheRead, write: l.CacheWrite, ttl: l.CacheTTL, minPrefix: l.MinCachedPrefix}
+	p := prices{read: l.CacheRead, write: l.CacheWrite, output: l.OutputPrice, ttl: l.CacheTTL, minPrefix: l.MinCachedPrefix}
 	if p.read <= 0 || p.read > 1 {
 		p.read = defaultCacheRead
 	}
@@ -62,7 +63,36 @@ func pricesOf(l ModelLimits) prices {
 	if p.minPrefix <= 0 {
 		p.minPrefix = defaultMinCachedPrefix
 	}
+	if !(p.output > 0) {
+		p.output = defaultOutputPrice
+	}
 	return p
+}
+
+// summaryPrices are the prices of the summarizer's input and output
+// tokens in units of the request's model's input price: the output
+// price of the model that writes the summaries — the request's, or
+// condense.summary_model's, whose input price relative to the request's
+// model's (1 when either is unknown) scales both.
+func (e *Engine) summaryPrices(rq *job) (in, out float64) {
+	m := e.llmModel(rq)
+	if m == "extractive" || m == rq.model {
+		return 1, pricesOf(rq.limits).output
+	}
+	l := e.models.Limits(m)
+	in = 1
+	if l.InputPrice > 0 && rq.limits.InputPrice > 0 {
+		in = l.InputPrice / rq.limits.InputPrice
+	}
+	return in, pricesOf(l).output * in
+}
+
+// summaryPerToken is what summarizing one token costs besides the bust,
+// in units of the input price: the summarizer reading it, and its share
+// of a summary of summaryTokens written per chunk tokens.
+func (e *Engine) summaryPerToken(rq *job, summaryTokens, chunk int) float64 {
+	in, out := e.summaryPrices(rq)
+	return in + out*float64(summaryTokens)/float64(max(chunk, 1))
 }
 
 // horizon is how many more requests a conversation that has taken steps

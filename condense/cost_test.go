@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,9 +80,71 @@ func TestPricesDefaults(t *testing.T) {
 	if p.read != 0.1 || p.write != 1.25 || p.ttl != 5*time.Minute {
 		t.Errorf("defaults %+v", p)
 	}
-	p = pricesOf(ModelLimits{CacheRead: 0.5, CacheWrite: 1, CacheTTL: time.Hour})
-	if p.read != 0.5 || p.write != 1 || p.ttl != time.Hour {
+	if p.output != 5 {
+		t.Errorf("default output price %g, want 5 (Anthropic's)", p.output)
+	}
+	if p := pricesOf(ModelLimits{OutputPrice: -1}); p.output != 5 {
+		t.Errorf("negative output price: %g, want the default 5", p.output)
+	}
+	p = pricesOf(ModelLimits{CacheRead: 0.5, CacheWrite: 1, CacheTTL: time.Hour, OutputPrice: 8})
+	if p.read != 0.5 || p.write != 1 || p.ttl != time.Hour || p.output != 8 {
 		t.Errorf("given prices not kept: %+v", p)
+	}
+}
+
+// TestSummaryPriceFollowsTheModel: the planner prices a summary at the
+// output price of the model that writes it — Gemini's and GPT-5's 8×
+// above gpt-4o's 4× —, and a summary_model's input and output at its
+// prices relative to the request's model's input price: one at a third
+// of the input price costs less per token than the request's own model.
+func TestSummaryPriceFollowsTheModel(t *testing.T) {
+	limits := map[string]ModelLimits{
+		"gpt-4o":         {InputPrice: 2.5, OutputPrice: 4},
+		"gemini-2.5-pro": {InputPrice: 1.25, OutputPrice: 8},
+		"gpt-5":          {InputPrice: 1.25, OutputPrice: 8},
+		"claude":         {InputPrice: 3},                 // no output price: 5
+		"small":          {InputPrice: 1, OutputPrice: 5}, // a third of claude's input price
+		"unpriced":       {OutputPrice: 4},                // no input price: taken as the request's
+	}
+	models := ModelsFunc(func(m string) ModelLimits {
+		l := limits[m]
+		l.Window, l.Threshold, l.Encoding, l.SafetyFactor = 200_000, 0.8, tokenizer.O200kBase, 1
+		return l
+	})
+	engine := func(summaryModel string) *Engine {
+		return New(Deps{Counter: counter, Models: models, Summarizer: &countingSummarizer{}}, Options{SummaryModel: summaryModel})
+	}
+	jobOf := func(model string) *job { return &job{model: model, limits: models.Limits(model)} }
+	const summary, chunk = 1000, 12000
+	per := func(e *Engine, model string) float64 { return e.summaryPerToken(jobOf(model), summary, chunk) }
+	e := engine("")
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-9 }
+	for model, out := range map[string]float64{"gpt-4o": 4, "gemini-2.5-pro": 8, "gpt-5": 8, "claude": 5} {
+		if in, o := e.summaryPrices(jobOf(model)); in != 1 || o != out {
+			t.Errorf("%s summarizing itself: in %g out %g, want 1 and %g", model, in, o, out)
+		}
+		if got := per(e, model); !near(got, 1+out*summary/chunk) {
+			t.Errorf("%s: %g per token, want %g", model, got, 1+out*summary/chunk)
+		}
+	}
+	if g, o := per(e, "gemini-2.5-pro"), per(e, "gpt-4o"); g <= o {
+		t.Errorf("Gemini's summaries (%g per token) not dearer than gpt-4o's (%g)", g, o)
+	}
+	if g, o := per(e, "gpt-5"), per(e, "gpt-4o"); g <= o {
+		t.Errorf("GPT-5's summaries (%g per token) not dearer than gpt-4o's (%g)", g, o)
+	}
+	small := engine("small")
+	if in, out := small.summaryPrices(jobOf("claude")); !near(in, 1.0/3) || !near(out, 5.0/3) {
+		t.Errorf("summary_model at a third of claude's input price: in %g out %g, want 1/3 and 5/3", in, out)
+	}
+	if s, own := per(small, "claude"), per(e, "claude"); !near(s, own/3) {
+		t.Errorf("summary_model at a third of the input price: %g per token, want a third of %g", s, own)
+	}
+	if in, out := engine("unpriced").summaryPrices(jobOf("claude")); in != 1 || out != 4 {
+		t.Errorf("a summary model without an input price: in %g out %g, want 1 and its 4", in, out)
+	}
+	if in, out := engine("claude").summaryPrices(jobOf("claude")); in != 1 || out != 5 {
+		t.Errorf("summary_model naming the request's model: in %g out %g, want 1 and 5", in, out)
 	}
 }
 

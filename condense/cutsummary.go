@@ -91,7 +91,7 @@ func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report
 		billed, spent = p.billed, p.spent
 	}
 	allowance := e.opts.AutoLLMShare*billed - spent
-	perToken := 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(b.chunk)
+	perToken := e.summaryPerToken(rq, e.perCutSummaryTokens(b), b.chunk)
 	cost := 0.0
 	for _, ch := range chunks {
 		cost += perToken * float64(rq.conv.stepTokens(ch.a, ch.b))

@@ -76,19 +76,21 @@ func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, err
 }
 
 // summariesPrice is what writing n summaries of chunks costs, in units of
-// the input price: their input — a chunk's transcript at the input price,
-// or, asked in place (inplace.go) when that is cheaper, the request read
-// from the provider's cache — and their text at the output price. Nothing
-// for the extractive summarizer.
+// the input price: their input — a chunk's transcript at the summary
+// model's input price, or, asked in place (inplace.go) when that is
+// cheaper, the request read from the provider's cache — and their text at
+// the summary model's output price (summaryPrices). Nothing for the
+// extractive summarizer.
 func (e *Engine) summariesPrice(rq *job, b budgets, n int) float64 {
 	if e.summaryModel(rq) == "extractive" {
 		return 0
 	}
-	in := float64(b.chunk)
+	inPrice, outPrice := e.summaryPrices(rq)
+	in := inPrice * float64(b.chunk)
 	if ip := rq.inplace; ip != nil {
 		if e.settle(rq, ip); ip.cached > 0 {
 			in = min(in, ip.price(pricesOf(rq.limits), e.counter.Text(rq.limits.Encoding, inPlacePrompt+e.opts.Prompt)))
 		}
 	}
-	return float64(n) * (in + summaryOutputPrice*float64(e.perSummaryTokens()))
+	return float64(n) * (in + outPrice*float64(e.perSummaryTokens()))
 }

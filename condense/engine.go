@@ -99,8 +99,13 @@ type ModelLimits struct {
 	// tokens; 0: 1024.
 	MinCachedPrefix int
 	// InputPrice is the model's input price in USD per million tokens,
-	// carried to the report for showing dollars; 0: unknown.
+	// carried to the report for showing dollars, and relating a summary
+	// model's prices to the request's model's; 0: unknown.
 	InputPrice float64
+	// OutputPrice is the model's output price as a multiple of its input
+	// price, what the summaries it writes are priced at; 0: 5
+	// (Anthropic's).
+	OutputPrice float64
 }
 
 // Models resolves a model name to its limits.
@@ -364,8 +369,8 @@ type Report struct {
 	UncondensedRead, UncondensedWrite int
 	Bill, BillUncondensed             float64
 	// SummarizerSpend is what this request's summarizer calls cost,
-	// estimated in units of the input price (their input at 1, their
-	// output at 4).
+	// estimated in units of the input price (their input and output at
+	// the summary model's prices: Engine.summaryPrices).
 	SummarizerSpend float64
 	// Family is the model's registry entry (its match glob; "" when
 	// unknown): a bounded label for metrics.

@@ -38,7 +38,7 @@ func (e *Engine) foldPlanOf(ctx context.Context, rq *job, b budgets, c *conversa
 		fixed := c.tokens(0, c.head) + b.overhead
 		perToken := 0.0
 		if e.summaryModel(rq) != "extractive" {
-			perToken = 1 + summaryOutputPrice*float64(e.perSummaryTokens())/float64(b.chunk)
+			perToken = e.summaryPerToken(rq, e.perSummaryTokens(), b.chunk)
 		}
 		// The fold lands on chunk boundaries: about half a chunk above
 		// the newest steps. When that leaves the first plan no room to
@@ -134,7 +134,7 @@ func (e *Engine) cutPlanOf(ctx context.Context, rq *job, b budgets, prefixTok in
 		fixed := c.tokens(0, c.head) + b.overhead
 		perToken := 0.0
 		if !rq.extractiveSummaries && !rq.notes && e.summaryModel(rq) != "extractive" {
-			perToken = 1 + summaryOutputPrice*float64(e.perCutSummaryTokens(b))/float64(max(b.chunk, 1))
+			perToken = e.summaryPerToken(rq, e.perCutSummaryTokens(b), b.chunk)
 		}
 		floor := fixed + b.cutSummary + recentTokens(c, b.keepRecent)
 		return pricesOf(rq.limits).planFolds(foldCase{

@@ -177,10 +177,11 @@ func (e *Engine) askSummary(ctx context.Context, rq *job, key string, span [2]in
 	if err != nil {
 		return "", err
 	}
+	inPrice, outPrice := e.summaryPrices(rq)
 	if price < 0 {
-		price = float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous))
+		price = inPrice * float64(e.counter.Text(rq.limits.Encoding, in.Prompt+in.Text+in.Previous))
 	}
-	rq.spent += price + summaryOutputPrice*float64(e.counter.Text(rq.limits.Encoding, s))
+	rq.spent += price + outPrice*float64(e.counter.Text(rq.limits.Encoding, s))
 	return s, nil
 }
 

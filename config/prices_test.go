@@ -194,3 +194,84 @@ func TestLiteLLMKeysAndPriceFieldsLoad(t *testing.T) {
 		t.Errorf("a key with spaces: %v", err)
 	}
 }
+
+// The output price, a multiple of the input price: the family's, a
+// models: entry's output_price over it, and the gateway's (LiteLLM's
+// output_cost_per_token / input_cost_per_token) over the family of the
+// model an alias routes to.
+func TestRegistryOutputPrices(t *testing.T) {
+	c := Defaults()
+	c.Models = []ModelConfig{
+		{Match: "cheap-out*", OutputPrice: 2},
+		{Match: "gemini-mine*", CacheRead: 0.25}, // an entry without output_price: the family's
+	}
+	r := NewRegistry(&c, nil)
+	r.SetGateway([]GatewayModel{
+		{Alias: "team-gemini", Model: "gemini/gemini-3-pro-preview", OutputPrice: 12.0 / 2}, // $2/$12
+		{Alias: "team-ds", Model: "deepseek/deepseek-reasoner", OutputPrice: 2.19 / 0.55},   // an older price list's
+		{Alias: "routed", Model: "openai/gpt-5"},                                            // no price: the family's
+		{Alias: "lb", Model: "openai/gpt-4o"},                                               // the first deployment has none
+		{Alias: "lb", Model: "openai/gpt-4o", OutputPrice: 3},                               // the second's
+		{Alias: "absurd", Model: "openai/gpt-4o", OutputPrice: 500},                         // out of range: unknown
+	})
+	for model, want := range map[string]float64{
+		"claude-sonnet-4-5":                   5,
+		"claude-opus-4-5":                     5,
+		"claude-haiku-4-5":                    5,
+		"anthropic/claude-3-5-haiku-20241022": 5,
+		"gpt-5":                               8,
+		"gpt-5-mini":                          8,
+		"gpt-5.2":                             8,
+		"openai/gpt-5.6":                      8,
+		"gpt-6":                               8,
+		"gpt-4o":                              4,
+		"gpt-4o-mini":                         4,
+		"gpt-4.1":                             4,
+		"o1":                                  4,
+		"o3":                                  4,
+		"o4-mini":                             4,
+		"gemini-2.5-pro":                      8,
+		"gemini/gemini-2.5-flash":             8,
+		"gemini-2.5-flash-lite":               4,
+		"gemini-2.0-flash":                    4,
+		"deepseek-chat":                       1.5,
+		"qwen3-coder-480b":                    5, // unknown family: Anthropic's
+		"never-heard-of-it":                   5,
+		"cheap-out-model":                     2, // the entry's
+		"gemini-mine":                         8,
+		"team-gemini":                         6,
+		"team-ds":                             2.19 / 0.55,
+		"routed":                              8,
+		"lb":                                  3,
+		"absurd":                              4,
+	} {
+		if got := r.Lookup(model).OutputPrice; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: output price %g, want %g", model, got, want)
+		}
+	}
+}
+
+func TestOutputPriceValidatedAndLoaded(t *testing.T) {
+	for _, m := range []ModelConfig{{Match: "x", OutputPrice: -1}, {Match: "x", OutputPrice: 101}, {Match: "x", OutputPrice: math.NaN()}} {
+		if err := m.validate(); err == nil || !strings.Contains(err.Error(), "output_price") {
+			t.Errorf("%+v: validate = %v, want output_price named", m, err)
+		}
+	}
+	for _, m := range []ModelConfig{{Match: "x"}, {Match: "x", OutputPrice: 0.5}, {Match: "x", OutputPrice: 100}} {
+		if err := m.validate(); err != nil {
+			t.Errorf("%+v: valid entry refused: %v", m, err)
+		}
+	}
+	file := writeFile(t, "upstream: http://gw:4000\nmodels:\n  - match: my-model\n    output_price: 3\n")
+	c, err := Load(flags(t, "--config", file), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mi := NewRegistry(c, nil).Lookup("my-model"); mi.OutputPrice != 3 {
+		t.Errorf("my-model: output price %g, want 3", mi.OutputPrice)
+	}
+	bad := writeFile(t, "upstream: http://gw:4000\nmodels:\n  - match: my-model\n    output_price: 200\n")
+	if _, err := Load(flags(t, "--config", bad), nil); err == nil || !strings.Contains(err.Error(), "output_price") {
+		t.Errorf("output_price 200 loaded: %v", err)
+	}
+}

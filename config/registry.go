@@ -62,6 +62,11 @@ type ModelConfig struct {
 	// tokens, for showing money in dollars; 0: the family's default
 	// (unknown for families without a published price).
 	InputPricePerMTok float64 `mapstructure:"input_price_per_mtok"`
+	// OutputPrice is the model's output price as a multiple of its input
+	// price (Anthropic 5, gpt-5 8, gpt-4o 4, DeepSeek 1.5): what the
+	// planner prices the summaries the model writes at; 0: the family's
+	// default.
+	OutputPrice float64 `mapstructure:"output_price"`
 }
 
 // Limits of a model entry's numbers.
@@ -72,6 +77,9 @@ const (
 	// maxInputPrice bounds input_price_per_mtok (USD per million tokens):
 	// the dearest published model is well below it.
 	maxInputPrice = 1000
+	// maxOutputPrice bounds output_price (a multiple of the input
+	// price): the providers' are 1.5 to 8.
+	maxOutputPrice = 100
 )
 
 // modelKey is the config key of ModelConfig's field, as its tag spells
@@ -126,6 +134,9 @@ func (m ModelConfig) problems() []error {
 	}
 	if !(m.InputPricePerMTok >= 0 && m.InputPricePerMTok <= maxInputPrice) {
 		bad("input_price_per_mtok: must be in [0, %d] USD (0 for the family's default), got %g", maxInputPrice, m.InputPricePerMTok)
+	}
+	if !(m.OutputPrice >= 0 && m.OutputPrice <= maxOutputPrice) {
+		bad("output_price: must be in [0, %d] (a multiple of the input price; 0 for the family's default), got %g", maxOutputPrice, m.OutputPrice)
 	}
 	return errs
 }
@@ -197,6 +208,9 @@ type ModelInfo struct {
 	// InputPricePerMTok is the input price in USD per million tokens;
 	// 0: unknown (show no dollars).
 	InputPricePerMTok float64
+	// OutputPrice is the output price as a multiple of the input price
+	// (see ModelConfig.OutputPrice): never zero.
+	OutputPrice float64
 	// Source says where the numbers come from: SourceConfig,
 	// SourceGateway, SourceBuiltin or SourceDefault.
 	Source string
@@ -217,11 +231,13 @@ type cacheTier struct {
 	write float64
 }
 
-// family is a provider family's prompt-cache pricing.
+// family is a provider family's prompt-cache pricing and its output
+// price.
 type family struct {
 	read      float64
 	tiers     []cacheTier // shortest lifetime first; the first is the default
 	minPrefix int         // shortest prompt cached, tokens
+	output    float64     // the output price, a multiple of the input price
 }
 
 // The families' cache tiers.
@@ -246,36 +262,49 @@ var (
 // tokens", Google Cloud's context cache overview), writes at the input
 // price, keeps no published lifetime (taken as OpenAI's automatic cache:
 // minutes idle), from 1024 tokens for Flash and 4096 for Pro
-// (ai.google.dev/gemini-api/docs/caching); DeepSeek's at 0.1. Unknown families get
-// Anthropic's, the dearest to bust: a planner that assumes it edits
-// cached history least.
+// (ai.google.dev/gemini-api/docs/caching); DeepSeek's at 0.1.
+//
+// Output is priced, as a multiple of the input price: Anthropic 5 (Sonnet
+// $3/$15, Opus $5/$25, Haiku $1/$5 per million tokens); OpenAI's GPT-5
+// family 8 (gpt-5 $1.25/$10, 5.2 $1.75/$14, mini and nano alike), gpt-4o,
+// gpt-4.1 and o1, o3, o4-mini 4 (gpt-4o $2.50/$10, gpt-4.1 $2/$8, o3 $2/$8);
+// Gemini 8 (2.5 Pro $1.25/$10, 2.5 Flash $0.30/$2.50), 4 for Flash-Lite
+// and 2.0 ($0.10/$0.40); DeepSeek 1.5 (V3.2 $0.28/$0.42).
+//
+// Unknown families get Anthropic's prices, output at 5 included: the
+// dearest to bust, so a planner that assumes them edits cached history
+// least.
 func familyOf(bare string) family {
 	const minPrefix = 1024
 	switch {
 	case strings.Contains(bare, "claude"):
 		if strings.Contains(bare, "haiku") {
-			return family{0.1, anthropicTiers, 2048}
+			return family{0.1, anthropicTiers, 2048, 5}
 		}
-		return family{0.1, anthropicTiers, minPrefix}
+		return family{0.1, anthropicTiers, minPrefix, 5}
 	case openAI56(bare):
-		return family{0.1, openAI56Tiers, minPrefix}
+		return family{0.1, openAI56Tiers, minPrefix, 8}
 	case strings.HasPrefix(bare, "gpt-5"):
-		return family{0.1, openAITiers, minPrefix}
+		return family{0.1, openAITiers, minPrefix, 8}
 	case strings.HasPrefix(bare, "o1"):
-		return family{0.5, openAITiers, minPrefix}
+		return family{0.5, openAITiers, minPrefix, 4}
 	case strings.HasPrefix(bare, "gpt-4.1"), strings.HasPrefix(bare, "o3"), strings.HasPrefix(bare, "o4"):
-		return family{0.25, openAITiers, minPrefix}
+		return family{0.25, openAITiers, minPrefix, 4}
 	case strings.HasPrefix(bare, "gpt-"), strings.HasPrefix(bare, "chatgpt-"):
-		return family{0.5, openAITiers, minPrefix}
+		return family{0.5, openAITiers, minPrefix, 4}
 	case strings.HasPrefix(bare, "gemini"):
-		if strings.Contains(bare, "pro") {
-			return family{0.1, openAITiers, 4096}
+		output := 8.0
+		if strings.Contains(bare, "lite") || strings.HasPrefix(bare, "gemini-2.0") {
+			output = 4
 		}
-		return family{0.1, openAITiers, minPrefix}
+		if strings.Contains(bare, "pro") {
+			return family{0.1, openAITiers, 4096, output}
+		}
+		return family{0.1, openAITiers, minPrefix, output}
 	case strings.HasPrefix(bare, "deepseek"):
-		return family{0.1, openAITiers, minPrefix}
+		return family{0.1, openAITiers, minPrefix, 1.5}
 	}
-	return family{0.1, anthropicTiers, minPrefix}
+	return family{0.1, anthropicTiers, minPrefix, 5}
 }
 
 // openAI56 reports whether bare names an OpenAI model of the GPT-5.6
@@ -357,14 +386,16 @@ func inputPrice(full, bare string) float64 {
 	return 0
 }
 
-// withCache fills mi's prompt-cache prices, minimum cached prompt and
-// input price from e where set, else from the family's defaults.
+// withCache fills mi's prompt-cache prices, minimum cached prompt, input
+// price and output price from e where set, else from the family's
+// defaults.
 func withCache(mi ModelInfo, full, bare string, e ModelConfig) ModelInfo {
 	fam := familyOf(bare)
 	t := fam.tier(e.CacheTTL)
 	mi.CacheRead, mi.CacheWrite, mi.CacheTTL = fam.read, t.write, t.ttl
 	mi.MinCachedPrefix = fam.minPrefix
 	mi.InputPricePerMTok = inputPrice(full, bare)
+	mi.OutputPrice = fam.output
 	if e.CacheRead > 0 {
 		mi.CacheRead = e.CacheRead
 	}
@@ -379,6 +410,9 @@ func withCache(mi ModelInfo, full, bare string, e ModelConfig) ModelInfo {
 	}
 	if e.InputPricePerMTok > 0 {
 		mi.InputPricePerMTok = e.InputPricePerMTok
+	}
+	if e.OutputPrice > 0 {
+		mi.OutputPrice = e.OutputPrice
 	}
 	mi.CacheWrite1h = max(fam.tier(time.Hour).write, mi.CacheWrite)
 	return mi
@@ -447,6 +481,8 @@ type GatewayModel struct {
 	// CacheRead and CacheWrite are the prompt cache's read and write
 	// prices as multiples of the input price.
 	CacheRead, CacheWrite float64
+	// OutputPrice is the output price as a multiple of the input price.
+	OutputPrice float64
 }
 
 // MaxGatewayModels bounds the gateway's table: aliases past it are
@@ -456,7 +492,8 @@ const MaxGatewayModels = 10_000
 // SetGateway replaces the gateway's table with models (nil or empty: no
 // table) and returns how many aliases it holds. Numbers out of range
 // (a window above 10M tokens, a read price above the input price, a
-// write price below it or above 4 times it) are taken as unknown; an
+// write price below it or above 4 times it, an output price above 100
+// times it) are taken as unknown; an
 // alias listed more than once (a load-balanced alias's deployments)
 // keeps the smallest window and output limit, and the first prices.
 // Safe to call while lookups run.
@@ -491,6 +528,9 @@ func (r *Registry) SetGateway(models []GatewayModel) int {
 		if prev.CacheWrite == 0 {
 			prev.CacheWrite = m.CacheWrite
 		}
+		if prev.OutputPrice == 0 {
+			prev.OutputPrice = m.OutputPrice
+		}
 		t[alias] = prev
 	}
 	r.gateway.Store(&t)
@@ -513,6 +553,9 @@ func (m GatewayModel) sane() GatewayModel {
 	}
 	if !(m.CacheWrite >= 1 && m.CacheWrite <= maxCacheWrite) {
 		m.CacheWrite = 0
+	}
+	if !(m.OutputPrice > 0 && m.OutputPrice <= maxOutputPrice) {
+		m.OutputPrice = 0
 	}
 	return m
 }
@@ -653,6 +696,9 @@ func (r *Registry) gatewayInfo(model string, g GatewayModel) ModelInfo {
 	if g.CacheWrite > 0 {
 		mi.CacheWrite = g.CacheWrite
 		mi.CacheWrite1h = max(mi.CacheWrite1h, mi.CacheWrite)
+	}
+	if g.OutputPrice > 0 {
+		mi.OutputPrice = g.OutputPrice
 	}
 	return mi
 }

@@ -341,7 +341,7 @@ func gatewayModels(ms []litellm.Model) []config.GatewayModel {
 	out := make([]config.GatewayModel, len(ms))
 	for i, m := range ms {
 		out[i] = config.GatewayModel{Alias: m.Alias, Model: m.Model, ContextWindow: m.MaxInputTokens, MaxOutputTokens: m.MaxOutputTokens,
-			InputPricePerMTok: m.InputPricePerMTok(), CacheRead: m.CacheRead(), CacheWrite: m.CacheWrite()}
+			InputPricePerMTok: m.InputPricePerMTok(), CacheRead: m.CacheRead(), CacheWrite: m.CacheWrite(), OutputPrice: m.OutputPrice()}
 	}
 	return out
 }
@@ -414,7 +414,7 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		mi := reg.Lookup(model)
 		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
 			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match,
-			MinCachedPrefix: mi.MinCachedPrefix, InputPrice: mi.InputPricePerMTok}
+			MinCachedPrefix: mi.MinCachedPrefix, InputPrice: mi.InputPricePerMTok, OutputPrice: mi.OutputPrice}
 	})
 	a.models = models
 	a.EngineOptions = condense.Options{

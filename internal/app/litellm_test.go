@@ -82,7 +82,8 @@ func table(gpt4Window int) string {
 	b, _ := json.Marshal(map[string]any{"data": []any{
 		map[string]any{"model_name": "gpt-4", "litellm_params": map[string]any{"model": "openai/gpt-4o"},
 			"model_info": map[string]any{"key": "gpt-4o", "max_input_tokens": gpt4Window, "max_output_tokens": 16384,
-				"input_cost_per_token": 2.5e-6, "cache_read_input_token_cost": 1.25e-6, "cache_creation_input_token_cost": nil}},
+				"input_cost_per_token": 2.5e-6, "output_cost_per_token": 7.5e-6, "cache_read_input_token_cost": 1.25e-6,
+				"cache_creation_input_token_cost": nil}},
 		map[string]any{"model_name": "team-model", "litellm_params": map[string]any{"model": "anthropic/claude-sonnet-4-5"},
 			"model_info": map[string]any{"max_input_tokens": 200000, "input_cost_per_token": 3e-6}},
 	}})
@@ -107,7 +108,7 @@ func TestLiteLLMWindowsAndPrices(t *testing.T) {
 
 	l := a.ModelLimits("gpt-4")
 	if builtin.ContextWindow != 8192 || l.Window != 128000 || l.MaxOutput != 16384 || l.CacheRead != 0.5 || l.CacheWrite != 1 ||
-		l.Encoding != "o200k_base" || l.Family != "gpt-4o*" {
+		l.OutputPrice != 3 || l.Encoding != "o200k_base" || l.Family != "gpt-4o*" {
 		t.Fatalf("gpt-4's limits: %+v (built in: %d)", l, builtin.ContextWindow)
 	}
 	if mi := a.Registry.Lookup("gpt-4"); mi.InputPricePerMTok != 2.5 || mi.Source != config.SourceGateway {

@@ -40,8 +40,9 @@ type Model struct {
 	MaxInputTokens, MaxOutputTokens int
 	// InputCostPerToken is the input price in USD per token;
 	// CacheReadCost and CacheWriteCost the prompt cache's read and
-	// write prices per token.
-	InputCostPerToken, CacheReadCost, CacheWriteCost float64
+	// write prices per token; OutputCostPerToken the output price per
+	// token.
+	InputCostPerToken, CacheReadCost, CacheWriteCost, OutputCostPerToken float64
 }
 
 // InputPricePerMTok is the input price in USD per million tokens; 0:
@@ -55,6 +56,10 @@ func (m Model) CacheRead() float64 { return ratio(m.CacheReadCost, m.InputCostPe
 // CacheWrite is the cache write price as a multiple of the input price;
 // 0: unknown.
 func (m Model) CacheWrite() float64 { return ratio(m.CacheWriteCost, m.InputCostPerToken) }
+
+// OutputPrice is the output price as a multiple of the input price; 0:
+// unknown.
+func (m Model) OutputPrice() float64 { return ratio(m.OutputCostPerToken, m.InputCostPerToken) }
 
 func ratio(a, b float64) float64 {
 	if !(a > 0 && b > 0) {
@@ -143,13 +148,14 @@ func parse(body []byte) ([]Model, error) {
 		}
 		info := e.Get("model_info")
 		out = append(out, Model{
-			Alias:             alias.Str,
-			Model:             firstString(info.Get("base_model"), info.Get("key"), e.Get("litellm_params.model")),
-			MaxInputTokens:    tokens(info.Get("max_input_tokens")),
-			MaxOutputTokens:   tokens(info.Get("max_output_tokens")),
-			InputCostPerToken: cost(info.Get("input_cost_per_token")),
-			CacheReadCost:     cost(info.Get("cache_read_input_token_cost")),
-			CacheWriteCost:    cost(info.Get("cache_creation_input_token_cost")),
+			Alias:              alias.Str,
+			Model:              firstString(info.Get("base_model"), info.Get("key"), e.Get("litellm_params.model")),
+			MaxInputTokens:     tokens(info.Get("max_input_tokens")),
+			MaxOutputTokens:    tokens(info.Get("max_output_tokens")),
+			InputCostPerToken:  cost(info.Get("input_cost_per_token")),
+			CacheReadCost:      cost(info.Get("cache_read_input_token_cost")),
+			CacheWriteCost:     cost(info.Get("cache_creation_input_token_cost")),
+			OutputCostPerToken: cost(info.Get("output_cost_per_token")),
 		})
 		return true
 	})

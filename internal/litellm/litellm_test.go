@@ -23,10 +23,10 @@ const modelInfo = `{"data":[
   "max_input_tokens":128000,"max_output_tokens":16384,"input_cost_per_token":2.5e-06,"output_cost_per_token":1e-05,
   "cache_read_input_token_cost":1.25e-06,"cache_creation_input_token_cost":null,"litellm_provider":"openai","mode":"chat"}},
  {"model_name":"claude","litellm_params":{"model":"anthropic/claude-sonnet-4-5-20250929"},"model_info":{"key":"claude-sonnet-4-5-20250929",
-  "max_input_tokens":200000,"max_output_tokens":64000,"input_cost_per_token":3e-06,"cache_read_input_token_cost":3e-07,
-  "cache_creation_input_token_cost":3.75e-06}},
+  "max_input_tokens":200000,"max_output_tokens":64000,"input_cost_per_token":3e-06,"output_cost_per_token":1.5e-05,
+  "cache_read_input_token_cost":3e-07,"cache_creation_input_token_cost":3.75e-06}},
  {"model_name":"azure-4o","litellm_params":{"model":"azure/my-deployment"},"model_info":{"base_model":"azure/gpt-4o","max_input_tokens":"lots"}},
- {"model_name":"local","litellm_params":{"model":"ollama/llama3"},"model_info":{"max_input_tokens":null,"input_cost_per_token":0}},
+ {"model_name":"local","litellm_params":{"model":"ollama/llama3"},"model_info":{"max_input_tokens":null,"input_cost_per_token":0,"output_cost_per_token":1e-06}},
  {"model_name":42},
  {"litellm_params":{"model":"x"}}
 ]}`
@@ -37,23 +37,25 @@ func TestParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Model{
-		{Alias: "gpt-4", Model: "gpt-4o", MaxInputTokens: 128000, MaxOutputTokens: 16384, InputCostPerToken: 2.5e-6, CacheReadCost: 1.25e-6},
+		{Alias: "gpt-4", Model: "gpt-4o", MaxInputTokens: 128000, MaxOutputTokens: 16384, InputCostPerToken: 2.5e-6, CacheReadCost: 1.25e-6,
+			OutputCostPerToken: 1e-5},
 		{Alias: "claude", Model: "claude-sonnet-4-5-20250929", MaxInputTokens: 200000, MaxOutputTokens: 64000, InputCostPerToken: 3e-6,
-			CacheReadCost: 3e-7, CacheWriteCost: 3.75e-6},
+			CacheReadCost: 3e-7, CacheWriteCost: 3.75e-6, OutputCostPerToken: 1.5e-5},
 		{Alias: "azure-4o", Model: "azure/gpt-4o"},
-		{Alias: "local", Model: "ollama/llama3"},
+		{Alias: "local", Model: "ollama/llama3", OutputCostPerToken: 1e-6},
 	}
 	if fmt.Sprint(ms) != fmt.Sprint(want) {
 		t.Fatalf("parse:\n got %+v\nwant %+v", ms, want)
 	}
 	g := ms[0]
-	if g.InputPricePerMTok() != 2.5 || g.CacheRead() != 0.5 || g.CacheWrite() != 0 {
-		t.Errorf("gpt-4: $%g read %g write %g", g.InputPricePerMTok(), g.CacheRead(), g.CacheWrite())
+	if g.InputPricePerMTok() != 2.5 || g.CacheRead() != 0.5 || g.CacheWrite() != 0 || g.OutputPrice() != 4 {
+		t.Errorf("gpt-4: $%g read %g write %g output %g", g.InputPricePerMTok(), g.CacheRead(), g.CacheWrite(), g.OutputPrice())
 	}
-	if c := ms[1]; c.CacheRead() < 0.0999 || c.CacheRead() > 0.1001 || c.CacheWrite() < 1.2499 || c.CacheWrite() > 1.2501 {
-		t.Errorf("claude: read %g write %g", c.CacheRead(), c.CacheWrite())
+	if c := ms[1]; c.CacheRead() < 0.0999 || c.CacheRead() > 0.1001 || c.CacheWrite() < 1.2499 || c.CacheWrite() > 1.2501 ||
+		c.OutputPrice() < 4.9999 || c.OutputPrice() > 5.0001 {
+		t.Errorf("claude: read %g write %g output %g", c.CacheRead(), c.CacheWrite(), c.OutputPrice())
 	}
-	if l := ms[3]; l.CacheRead() != 0 || l.InputPricePerMTok() != 0 {
+	if l := ms[3]; l.CacheRead() != 0 || l.InputPricePerMTok() != 0 || l.OutputPrice() != 0 {
 		t.Errorf("free model: %+v", l)
 	}
 }
