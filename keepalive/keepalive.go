@@ -81,6 +81,9 @@ type Model struct {
 	// CacheRead and CacheWrite are the prices of a cached token read and
 	// written, as fractions of the input price.
 	CacheRead, CacheWrite float64
+	// OutputPrice is the price of an output token as a multiple of the
+	// input price; 0: 5 (Claude's).
+	OutputPrice float64
 	// Reasoning: a chat request's output limit is max_completion_tokens.
 	Reasoning bool
 	// ColdAbove and ColdTo describe the condensing engine's cold turns
@@ -170,7 +173,7 @@ type Stats struct {
 	// CacheRead is the cache-read tokens the pings bought.
 	CacheRead uint64
 	// PingCost is what the pings cost, in input tokens (cache reads and
-	// writes at their prices, output at outputPrice).
+	// writes at their prices, output at the model's output price).
 	PingCost float64
 	// Avoided is the re-writes the pings avoided, in input tokens: for a
 	// conversation that came back after its cache would have expired and

@@ -11,10 +11,18 @@ import (
 	"strings"
 )
 
-// outputPrice is an output token's price in input tokens: an estimate
-// (Claude's and GPT's output costs 4–8 times their input), used to price
-// the output a ping may produce.
-const outputPrice = 5
+// defaultOutputPrice is an output token's price in input tokens when the
+// model's is not known (Claude's: 5), used to price the output a ping may
+// produce.
+const defaultOutputPrice = 5
+
+// outputPrice is m's output price in input tokens.
+func (m Model) outputPrice() float64 {
+	if m.OutputPrice > 0 {
+		return m.OutputPrice
+	}
+	return defaultOutputPrice
+}
 
 // pingsWorth is how many pings an idle gap may take, each reading a
 // prompt of prompt tokens and producing at most out: as many as cost,
@@ -28,7 +36,7 @@ const outputPrice = 5
 // condensation a warm conversation over the threshold soon needs anyway,
 // are left out: both would favour letting it go.)
 func pingsWorth(m Model, prompt, next, out int) int {
-	ping := float64(prompt)*m.CacheRead + float64(out)*outputPrice
+	ping := float64(prompt)*m.CacheRead + float64(out)*m.outputPrice()
 	written := prompt
 	if coldCondenses(m, next) {
 		written = min(prompt, m.ColdTo)
@@ -48,7 +56,7 @@ func coldCondenses(m Model, next int) bool { return m.ColdTo > 0 && next > m.Col
 // cost is what a ping's usage cost, in input tokens.
 func cost(m Model, u Usage) float64 {
 	return float64(u.CacheRead)*m.CacheRead + float64(u.CacheWrite)*m.CacheWrite + float64(u.Uncached) +
-		float64(u.Output)*outputPrice
+		float64(u.Output)*m.outputPrice()
 }
 
 // maxPingAnswer bounds the ping's answer read (a one-token answer).

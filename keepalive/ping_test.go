@@ -22,6 +22,8 @@ func TestPingsWorth(t *testing.T) {
 		{"claude, a thinking budget dearer than the re-write", claude, 10000, 10000, 4096, 0},
 		// 115000 against 10000 + 20480.
 		{"claude, a thinking budget on a long prompt", claude, 100000, 100000, 4096, 3},
+		// 115000 against 10000 + 32768: the model's output price, not Claude's.
+		{"output priced 8×: fewer pings", Model{CacheRead: 0.1, CacheWrite: 1.25, OutputPrice: 8}, 100000, 100000, 4096, 2},
 		{"a read at half the price never pays", gpt4o, 100000, 100000, 1, 0},
 		{"the next turn under the cold threshold: as if not condensed", cold, 95000, 99000, 1, 11},
 		// 20000 × 1.25 − 9500 = 15500 against 9505.
@@ -35,7 +37,7 @@ func TestPingsWorth(t *testing.T) {
 				t.Errorf("pingsWorth = %d, want %d", got, tc.want)
 			}
 			// The rule: n pings cost less than going cold adds, n+1 do not.
-			ping := float64(tc.prompt)*tc.m.CacheRead + float64(tc.out)*outputPrice
+			ping := float64(tc.prompt)*tc.m.CacheRead + float64(tc.out)*tc.m.outputPrice()
 			written := tc.prompt
 			if tc.m.ColdTo > 0 && tc.next > tc.m.ColdAbove {
 				written = min(written, tc.m.ColdTo)

@@ -33,7 +33,7 @@ func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 		Transport: transport,
 		Model: func(model string) keepalive.Model {
 			mi := reg.Lookup(model)
-			m := keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, Reasoning: mi.Reasoning}
+			m := keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, OutputPrice: mi.OutputPrice, Reasoning: mi.Reasoning}
 			if coldTurns {
 				lim := a.models.Limits(model)
 				m.ColdAbove, m.ColdTo = int(float64(lim.Window)*lim.Threshold), int(float64(lim.Window)*cd.Target)
