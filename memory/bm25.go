@@ -59,20 +59,7 @@ func terms(text string) []string {
 			}
 		}
 	}
-	start := -1
-	for i, r := range text {
-		in := unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_'
-		switch {
-		case in && start < 0:
-			start = i
-		case !in && start >= 0:
-			word(text[start:i])
-			start = -1
-		}
-	}
-	if start >= 0 {
-		word(text[start:])
-	}
+	forWords(text, word)
 	return out
 }
 
