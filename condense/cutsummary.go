@@ -28,12 +28,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	if len(chunks) == 0 {
 		return nil, "", nil
 	}
-	if rq.notes {
-		// Notes are written, not asked for: no summarizer call.
-		extractive := rq.extractiveSummaries
-		rq.extractiveSummaries = true
-		defer func() { rq.extractiveSummaries = extractive }()
-	} else {
+	if !rq.notes { // notes are written, not asked for (withoutCall)
 		e.cutAllowance(ctx, rq, b, r, chunks)
 	}
 	rq.summaryTokens = e.perCutSummaryTokens(b)
