@@ -150,7 +150,7 @@ func (r *Report) CheckBill(g BillGoals) []string {
 		if row.Mode == "off" || row.Length == 0 {
 			continue
 		}
-		id := fmt.Sprintf("%s [%s] %s", row.Session, row.Format, row.Mode)
+		id := labelOf(row.Session, row.Format) + " " + row.Mode
 		base := strings.TrimSuffix(strings.TrimSuffix(row.Mode, "-defer"), "-eager")
 		thinking := row.Format != "chat"
 		switch {
@@ -195,7 +195,7 @@ func (r *Report) CheckBill(g BillGoals) []string {
 		}
 		if ok && okR && with < plain+need {
 			session, format, _ := strings.Cut(key, "\x00")
-			out = append(out, fmt.Sprintf("%s [%s] auto-relevant: planted facts kept %.1f%%, auto %.1f%%: a gain under %.0f points", session, format, 100*with, 100*plain, 100*need))
+			out = append(out, fmt.Sprintf("%s auto-relevant: planted facts kept %.1f%%, auto %.1f%%: a gain under %.0f points", labelOf(session, format), 100*with, 100*plain, 100*need))
 		}
 	}
 	for key, b := range bills {
@@ -207,7 +207,7 @@ func (r *Report) CheckBill(g BillGoals) []string {
 		auto, okA := b["auto"]
 		if okF && okS && okA && auto > min(full, sel)+g.AutoSlack {
 			session, format, _ := strings.Cut(key, "\x00")
-			out = append(out, fmt.Sprintf("%s [%s]: auto's bill %.3f > min(full %.3f, selective %.3f) + %.2f", session, format, auto, full, sel, g.AutoSlack))
+			out = append(out, fmt.Sprintf("%s: auto's bill %.3f > min(full %.3f, selective %.3f) + %.2f", labelOf(session, format), auto, full, sel, g.AutoSlack))
 		}
 	}
 	sort.Strings(out)
@@ -252,7 +252,7 @@ func (r *Report) CheckCorpusBill(slack float64) []string {
 		}
 		modes[k][row.Mode] = m
 		if m.bill > 1 {
-			out = append(out, fmt.Sprintf("%s [%s] %s: bill %.3f > 1, above mode off", row.Session, row.Format, row.Mode, m.bill))
+			out = append(out, fmt.Sprintf("%s %s: bill %.3f > 1, above mode off", labelOf(row.Session, row.Format), row.Mode, m.bill))
 		}
 	}
 	for k, ms := range modes {
@@ -262,12 +262,12 @@ func (r *Report) CheckCorpusBill(slack float64) []string {
 		}
 		for _, name := range []string{"full-llm", "full-extractive", "selective"} {
 			if m, ok := ms[name]; ok && m.facts >= MinCorpusFacts && auto.bill > m.bill+slack {
-				out = append(out, fmt.Sprintf("%s [%s]: auto's bill %.3f > %s's %.3f + %.2f (%s keeps %.0f%% of the facts, auto %.0f%%)",
-					k.session, k.format, auto.bill, name, m.bill, slack, name, 100*m.facts, 100*auto.facts))
+				out = append(out, fmt.Sprintf("%s: auto's bill %.3f > %s's %.3f + %.2f (%s keeps %.0f%% of the facts, auto %.0f%%)",
+					labelOf(k.session, k.format), auto.bill, name, m.bill, slack, name, 100*m.facts, 100*auto.facts))
 			}
 		}
 		if auto.facts < MinCorpusFacts {
-			out = append(out, fmt.Sprintf("%s [%s]: auto keeps %.0f%% of the facts, under %.0f%%", k.session, k.format, 100*auto.facts, 100*MinCorpusFacts))
+			out = append(out, fmt.Sprintf("%s: auto keeps %.0f%% of the facts, under %.0f%%", labelOf(k.session, k.format), 100*auto.facts, 100*MinCorpusFacts))
 		}
 	}
 	sort.Strings(out)
@@ -277,3 +277,12 @@ func (r *Report) CheckCorpusBill(slack float64) []string {
 // MinCorpusFacts is the share of the facts in play auto keeps on every
 // condensed corpus session (issue 39).
 const MinCorpusFacts = 0.80
+
+// labelOf names a session in a form in the checks' lines: "x [chat]";
+// a native form's session is named so already ("x [gemini]").
+func labelOf(session, format string) string {
+	if form := " [" + format + "]"; !strings.HasSuffix(session, form) {
+		return session + form
+	}
+	return session
+}
