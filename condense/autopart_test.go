@@ -501,3 +501,53 @@ func TestAutoCutSummarizesWhenTheNewestStepsShrink(t *testing.T) {
 		t.Errorf("applied %s, summaries %q: auto's cut forwarded without its summaries (%s)", r.Applied, r.Summaries, r.Reason)
 	}
 }
+
+// TestSelectiveWindowKeepsTheFacts: when selective's digests are not
+// enough and its sliding window cuts, what the cut omits is summarized
+// (extractively: selective calls no summarizer) in place of a bare
+// marker — the error lines the omitted steps' commands printed, the
+// paths they touched and an id to recall them stay in the request —,
+// and the report still says the window was used.
+func TestSelectiveWindowKeepsTheFacts(t *testing.T) {
+	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix the build."}}
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs, map[string]any{"role": "assistant", "content": strings.Repeat(fmt.Sprintf("Step %d: thinking about what the build needs next. ", i), 30),
+			"tool_calls": []map[string]any{{"id": id, "type": "function", "function": map[string]any{"name": "run", "arguments": fmt.Sprintf(`{"path":"pkg/mod%d/file.go"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("pkg/mod%d/file.go:12: error: undefined: handler%d\nexit status 1", i, i)})
+	}
+	b := body(t, msgs)
+	probe, err := New(Deps{Counter: counter, Models: limits(1_000_000)}, Options{}).Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Deps{Counter: counter, Models: limits(probe.Report.TokensBefore * 100 / 110), Cache: cache.NewMemory(64 << 20), Summarizer: &countingSummarizer{}},
+		Options{SelectiveEnabled: true})
+	res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, res.Body)
+	r := res.Report
+	if r.Applied != AppliedTruncate || r.Degraded == "" || r.Calls != 0 {
+		t.Fatalf("applied %s, degraded %q, %d summarizer calls: want selective's window, said, with no call", r.Applied, r.Degraded, r.Calls)
+	}
+	omitted := 0
+	for _, c := range r.Changes {
+		if c.Kind == ChangeWindow {
+			t.Fatalf("a bare marker stands for steps %d–%d: %s", c.From, c.To, c.Text)
+		}
+		if c.Kind == ChangeSummary && c.From == 2 {
+			omitted = c.To
+		}
+	}
+	if omitted == 0 {
+		t.Fatalf("no summary of the first omitted steps: %+v", r.Changes)
+	}
+	out := string(res.Body)
+	for _, want := range []string{"error: undefined: handler0", "pkg/mod0/file.go", "GET /v1/condense/originals/"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the forwarded request lost %q of the omitted steps", want)
+		}
+	}
+}

@@ -515,11 +515,17 @@ func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Repo
 	if out == nil {
 		out = rq.in.Body
 	}
+	// The cut carries auto's stand-ins of what it omits, written without
+	// the summarizer (selective calls none): never a bare marker.
+	rq.summarizeCut, rq.extractiveSummaries, rq.notes = true, true, e.opts.StandIns == StandInNotes
 	w, err := e.truncateBody(ctx, rq, out, b, r)
 	if err == nil && w == nil && digested != nil {
 		// The window would omit nothing: the digests made stay.
 		r.Applied = AppliedSelective
 		return digested, nil
+	}
+	if w != nil {
+		r.Applied = AppliedTruncate // selective's window, its stand-ins extractive
 	}
 	switch {
 	case w != nil && windowNow:

@@ -30,7 +30,7 @@ func (e *Engine) window(ctx context.Context, rq *job, b budgets, r *Report, pref
 		return nil, nil
 	}
 	w := e.frameOf(rq, b, prefix, firstStep)
-	if need := w.fixed + c.stepTokens(w.must, len(c.steps)) - b.limit; need > 0 && !rq.shrunk {
+	if need := w.kept(rq, w.must) - b.limit; need > 0 && !rq.shrunk {
 		out, err := e.shrinkNewest(ctx, rq, r, prefix, firstStep, w.must, need)
 		if out != nil || err != nil {
 			return out, err
@@ -133,9 +133,9 @@ func (e *Engine) windowCut(ctx context.Context, rq *job, b budgets, w *windowFra
 	}
 	last := len(c.steps) - 1
 	switch {
-	case w.fixed+c.stepTokens(w.must, len(c.steps)) <= b.window:
+	case w.kept(rq, w.must) <= b.window:
 		return w.must, -1, nil
-	case w.fixed+c.steps[last].tokens <= b.window:
+	case w.kept(rq, last) <= b.window:
 		return last, -1, nil
 	}
 	return 0, -1, errTooLarge
@@ -148,7 +148,7 @@ func (e *Engine) windowCut(ctx context.Context, rq *job, b budgets, w *windowFra
 // tokens; -1 otherwise. It returns -1, -1 when the cut must move.
 func (e *Engine) heldCut(ctx context.Context, rq *job, w windowFrame, limit, keep int) (int, int) {
 	c := rq.conv
-	if keep < 0 || w.fixed+c.stepTokens(keep, len(c.steps)) <= limit {
+	if keep < 0 || w.kept(rq, keep) <= limit {
 		return keep, -1
 	}
 	held := -1
@@ -161,18 +161,29 @@ func (e *Engine) heldCut(ctx context.Context, rq *job, w windowFrame, limit, kee
 	return keep, held
 }
 
+// kept returns the tokens of the request with the window kept from step
+// g: the head, overhead, prefix and newest steps, and what stands for
+// the omitted steps — nothing when none is (g is the first step).
+func (w windowFrame) kept(rq *job, g int) int {
+	c := rq.conv
+	t := w.fixed + c.stepTokens(g, len(c.steps))
+	if g == w.firstStep {
+		t -= w.note
+	}
+	return t
+}
+
 // gridCut returns the first point of a grid laid p.Stride apart from
 // firstStep (on the received request's counts) after which the request
 // fits p.Limit less the stride (and the target, unless it came over the
 // threshold on a warm turn); when no grid point fits (the grid is coarse where single
 // steps are large), the first step after which it fits; -1 when none.
 func (w windowFrame) gridCut(rq *job, b budgets, p foldPlan) int {
-	c := rq.conv
 	fit := max(p.Limit-p.Stride, 0)
 	if !rq.over || rq.cold {
 		fit = min(fit, b.target)
 	}
-	fits := func(g int) bool { return w.fixed+c.stepTokens(g, len(c.steps)) <= fit }
+	fits := func(g int) bool { return w.kept(rq, g) <= fit }
 	grid := rq.gridTokens()
 	acc := 0
 	for g := w.firstStep; g <= w.must; g++ {

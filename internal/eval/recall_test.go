@@ -13,15 +13,15 @@ import (
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 )
 
-// TestFactsByKindAndRecallProbes: a generated session condensed
-// selectively at a small window loses edited paths (their digests keep
-// less); each row splits its facts by kind, and the probes of the facts
+// TestFactsByKindAndRecallProbes: a generated session condensed by the
+// sliding window (truncate: a bare marker) at a small window loses
+// edited paths; each row splits its facts by kind, and the probes of the facts
 // condensed away find the steps holding them in the conversation's
 // memory, which the proxy fed without using it.
 func TestFactsByKindAndRecallProbes(t *testing.T) {
 	rep, err := Run(context.Background(), Config{
 		Sources: []Source{{Spec: "synthetic:5:100000", Window: 16000}},
-		Modes:   []Mode{{Name: "off", Header: "off", Summarizer: "extractive"}, {Name: "selective", Header: "selective", Summarizer: "extractive"}},
+		Modes:   []Mode{{Name: "off", Header: "off", Summarizer: "extractive"}, {Name: "truncate", Header: "truncate", Summarizer: "extractive"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestFactsByKindAndRecallProbes(t *testing.T) {
 		t.Errorf("JSON row %+v", got)
 	}
 	md := rep.Markdown("eval", "go test")
-	for _, want := range []string{"## What the agent still knows", "| " + sel.Session + " | 16k | selective | " + sel.FactsByKindText() + " | " + sel.RecallText() + " |",
+	for _, want := range []string{"## What the agent still knows", "| " + sel.Session + " | 16k | truncate | " + sel.FactsByKindText() + " | " + sel.RecallText() + " |",
 		"edited-path ", "top-3 "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
