@@ -147,6 +147,28 @@ func (l *Layered) Add(ctx context.Context, key string, value []byte, ttl time.Du
 	return stored, true
 }
 
+// Swap sets key to value when Redis holds old (nil: when it is absent),
+// and keeps what Redis holds afterwards in memory; while Redis is down,
+// memory only, marked, as Set's writes are.
+func (l *Layered) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) ([]byte, bool, error) {
+	if !l.Redis.Down() {
+		cur, ok, err := l.Redis.Swap(ctx, key, old, value, ttl)
+		if err == nil {
+			if cur != nil {
+				l.Mem.Set(ctx, key, cur, l.memTTL(ttl))
+			} else {
+				l.Mem.Delete(ctx, key)
+			}
+			return cur, ok, nil
+		}
+	}
+	cur, ok, _ := l.Mem.Swap(ctx, key, old, value, l.memTTL(ttl))
+	if ok && !l.mark(key, ttl) {
+		l.Mem.Delete(ctx, key)
+	}
+	return cur, ok, nil
+}
+
 // Delete removes key from both layers.
 func (l *Layered) Delete(ctx context.Context, key string) {
 	l.Mem.Delete(ctx, key)

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"container/heap"
 	"container/list"
 	"context"
@@ -157,6 +158,20 @@ func (m *Memory) Add(ctx context.Context, key string, value []byte, ttl time.Dur
 	}
 	m.Set(ctx, key, value, ttl)
 	return value, true
+}
+
+// Swap sets key to value when it holds old (nil: when it is absent);
+// otherwise it returns what the key holds (nil when absent). Never an
+// error: the memory is always there.
+func (m *Memory) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (current []byte, swapped bool, err error) {
+	m.addMu.Lock()
+	defer m.addMu.Unlock()
+	cur, ok := m.Get(ctx, key)
+	if (old == nil && !ok) || (old != nil && ok && bytes.Equal(cur, old)) {
+		m.Set(ctx, key, value, ttl)
+		return value, true, nil
+	}
+	return cur, false, nil
 }
 
 // Delete removes key.

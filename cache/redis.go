@@ -301,3 +301,52 @@ func (r *Redis) Stats() Stats {
 	s.Degraded = r.down.Load()
 	return s
 }
+
+// swapScript sets KEYS[1] to ARGV[3] (for ARGV[4] milliseconds; 0: no
+// expiry) when it holds ARGV[2] — or, with ARGV[1] "1", when it is
+// absent — and answers {1}; otherwise {0, what it holds} ({0} when
+// absent).
+var swapScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if (ARGV[1] == '1' and not cur) or (ARGV[1] == '0' and cur == ARGV[2]) then
+  if tonumber(ARGV[4]) > 0 then
+    redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+  else
+    redis.call('SET', KEYS[1], ARGV[3])
+  end
+  return {1}
+end
+if cur then return {0, cur} end
+return {0}
+`)
+
+// Swap sets key to value when it holds old (nil: when it is absent), in
+// one step on the server, so that of replicas racing to change a record
+// exactly one wins; otherwise it returns what the key holds (nil when
+// absent). err is set when Redis could not be asked (down, or failing).
+func (r *Redis) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (current []byte, swapped bool, err error) {
+	if r.skip() {
+		return nil, false, errors.New("redis is down")
+	}
+	absent := "0"
+	if old == nil {
+		absent = "1"
+	}
+	res, err := swapScript.Run(ctx, r.client, []string{Prefix + key}, absent, old, value, max(ttl, 0).Milliseconds()).Slice()
+	r.observe(err)
+	if err != nil {
+		return nil, false, fmt.Errorf("swapping %s: %w", key, err)
+	}
+	if len(res) == 0 {
+		return nil, false, fmt.Errorf("swapping %s: empty answer", key)
+	}
+	if n, _ := res[0].(int64); n == 1 {
+		return value, true, nil
+	}
+	if len(res) > 1 {
+		if s, ok := res[1].(string); ok {
+			return []byte(s), false, nil
+		}
+	}
+	return nil, false, nil
+}

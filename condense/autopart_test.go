@@ -3,10 +3,8 @@ package condense
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/condense-proxy/condense-proxy/cache"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
@@ -124,14 +122,7 @@ func TestAutoCutKeepsLongConversationsSmaller(t *testing.T) {
 	const window = 32000
 	e := New(Deps{Counter: counter, Models: limits(window), Cache: kept, Summarizer: &countingSummarizer{}},
 		Options{SelectiveEnabled: true, MaxSummarizerCalls: 1000})
-	limit := func() (int, bool) {
-		var v []byte
-		if k := kept.decisionKey(decisionCutLongLimit); k != "" {
-			v, _ = kept.Get(context.Background(), k)
-		}
-		n, err := strconv.Atoi(string(v))
-		return n, err == nil && v != nil
-	}
+	limit := func() (int, bool) { return kept.decision(decisionCutLongLimit) }
 	planned, after, most := 0, 0, 0
 	for _, n := range sess.TurnEnds() {
 		b, _ := sess.Request("gpt-4o", n)
@@ -279,13 +270,13 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	if !strings.Contains(r.Report.Reason, autoFoldsReason) {
 		t.Fatalf("the conversation does not fold (%s): the test tests nothing", r.Report.Reason)
 	}
-	key := seen.decisionKey(decisionAutoFoldEnd)
-	if key == "" {
+	key := seen.recordKey()
+	if _, ok := seen.decision(decisionAutoFoldEnd); !ok {
 		t.Fatal("no fold end kept")
 	}
 	other := cache.NewMemory(64 << 20)
 	seedAutoFolds(t, other, func(c Cache) *Engine { return engine(c, window) }, first)
-	other.Set(ctx, key, []byte("1"), time.Hour) // another replica's fold, ending at step 1
+	setDecision(other, key, decisionAutoFoldEnd, 1) // another replica's fold, ending at step 1
 	res, err := engine(other, window).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -307,11 +298,10 @@ func seedAutoFolds(t *testing.T, c Cache, newEngine func(Cache) *Engine, first [
 	if _, err := newEngine(seen).Condense(ctx, Request{Codec: chatCodec, Body: first, Mode: ModeAuto, Scope: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	key := seen.decisionKey(decisionAuto)
-	if key == "" {
+	if _, ok := seen.decision(decisionAuto); !ok {
 		t.Fatal("auto's choice not kept")
 	}
-	c.Set(ctx, key, []byte(strconv.Itoa(autoFolds)), time.Hour)
+	setDecision(c, seen.recordKey(), decisionAuto, autoFolds)
 }
 
 // oldOutput builds a conversation of n steps: one large output first,

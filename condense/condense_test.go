@@ -688,17 +688,48 @@ func (c *countingCache) Add(ctx context.Context, key string, v []byte, ttl time.
 	return c.Memory.Add(ctx, key, v, ttl)
 }
 
-// decisionKey returns the key a decision name of a conversation was
-// written under ("plan:<name>:…"), "" when none was.
-func (c *countingCache) decisionKey(name string) string {
+// Swap records the key of a compare-and-set write (the decision
+// record), uncounted.
+func (c *countingCache) Swap(ctx context.Context, key string, old, v []byte, ttl time.Duration) ([]byte, bool, error) {
+	c.keys.Store(key, true)
+	return c.Memory.Swap(ctx, key, old, v, ttl)
+}
+
+// recordKey returns the key of the conversation's decision record
+// ("plan:…"), "" when none was written.
+func (c *countingCache) recordKey() string {
 	key := ""
 	c.keys.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), "plan:"+name+":") {
+		if strings.HasPrefix(k.(string), "plan:") {
 			key = k.(string)
 		}
 		return key == ""
 	})
 	return key
+}
+
+// decision returns the decision name the conversation's record holds.
+func (c *countingCache) decision(name string) (int, bool) {
+	k := c.recordKey()
+	if k == "" {
+		return 0, false
+	}
+	raw, _ := c.Get(context.Background(), k)
+	v, ok := decodeDecisions(raw)[name]
+	return v, ok
+}
+
+// setDecision makes the record under key in c hold name=v, as another
+// replica's decision would.
+func setDecision(c Cache, key, name string, v int) {
+	ctx := context.Background()
+	raw, _ := c.Get(ctx, key)
+	values := decodeDecisions(raw)
+	if values == nil {
+		values = map[string]int{}
+	}
+	values[name] = v
+	c.Set(ctx, key, encodeDecisions(values), time.Hour)
 }
 
 func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {

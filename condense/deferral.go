@@ -22,7 +22,7 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 	if rq.in.Total >= b.hard {
 		return "", false
 	}
-	if _, ok := e.getCache(ctx, rq.decisionKey(decisionCondensed)); ok {
+	if _, ok := e.decided(ctx, rq, decisionCondensed); ok {
 		return "", false
 	}
 	after, misses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) { return e.condense(ctx, dry, mode, r) })

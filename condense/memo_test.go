@@ -1,0 +1,75 @@
+package condense
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
+)
+
+// TestDecisionRecord: a conversation's frozen decisions live in one
+// record (one key per caller and conversation, not a key per decision),
+// and a conversation whose decisions the version before kept under keys
+// of their own — a rollout — is condensed byte for byte as if they had
+// been in its record all along: after every request of one copy, its
+// record is turned back into those keys, and it forwards what the other
+// copy forwards.
+func TestDecisionRecord(t *testing.T) {
+	f := replicaForms(t)[0]
+	for _, mode := range []string{ModeFull, ModeSelective, ModeAuto} {
+		t.Run(mode, func(t *testing.T) {
+			engine := func(c Cache) *Engine {
+				return New(Deps{Counter: counter, Models: limits(48_000), Cache: c, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
+					Options{SelectiveEnabled: true, Summarizer: "extractive"})
+			}
+			now, before := &countingCache{Memory: cache.NewMemory(256 << 20)}, &countingCache{Memory: cache.NewMemory(256 << 20)}
+			a, b := engine(now), engine(before)
+			ctx := context.Background()
+			legacy, records := 0, 0
+			for k := 0; k < f.turns; k++ {
+				body, err := f.req(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ra, err := a.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb, err := b.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(ra.Body, rb.Body) {
+					t.Fatalf("request %d: the conversation whose decisions had keys of their own forwarded other bytes", k)
+				}
+				// The version before's keys, in place of the record.
+				if key := before.recordKey(); key != "" {
+					if raw, ok := before.Get(ctx, key); ok {
+						for name, v := range decodeDecisions(raw) {
+							before.Set(ctx, "plan:"+name+":"+strings.TrimPrefix(key, "plan:"), []byte(fmt.Sprint(v)), time.Hour)
+							legacy++
+						}
+						before.Delete(ctx, key)
+					}
+				}
+			}
+			now.keys.Range(func(k, _ any) bool {
+				key := k.(string)
+				if strings.HasPrefix(key, "plan:") {
+					if strings.Count(key, ":") != strings.Count(now.recordKey(), ":") {
+						t.Errorf("a decision written under a key of its own: %s", key)
+					}
+					records++
+				}
+				return true
+			})
+			if records != 1 || legacy == 0 {
+				t.Fatalf("%d records, %d decisions turned into keys of their own: the test tests nothing", records, legacy)
+			}
+		})
+	}
+}
