@@ -398,14 +398,13 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 	}
 	switch mode {
 	case ModeAuto:
-		stickyKey := rq.stateKey("auto")
-		out, sticky, done, err := e.autoFolds(ctx, rq, b, r, stickyKey)
+		out, sticky, done, err := e.autoFolds(ctx, rq, b, r)
 		if done {
 			return out, err
 		}
-		return e.digestsOrCut(ctx, rq, mode, b, r, stickyKey, sticky)
+		return e.digestsOrCut(ctx, rq, mode, b, r, sticky)
 	case ModeSelective:
-		return e.digestsOrCut(ctx, rq, mode, b, r, "", false)
+		return e.digestsOrCut(ctx, rq, mode, b, r, false)
 	case ModeFull:
 		return e.fullOrWindow(ctx, rq, b, r)
 	}
@@ -417,24 +416,22 @@ func (e *Engine) condense(ctx context.Context, rq *job, mode string, r *Report) 
 // conversation takes the digests and the cut from here (sticky, as it is
 // when it once needed summaries: flipping between selective and full would
 // rewrite the prefix).
-func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report, stickyKey string) (out []byte, sticky, done bool, err error) {
-	if _, sticky = e.getCache(ctx, stickyKey); sticky {
+func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, sticky, done bool, err error) {
+	if _, sticky = e.decided(ctx, rq, decisionAutoCut); sticky {
 		return nil, true, false, nil
 	}
 	if v, ok := e.decided(ctx, rq, decisionAuto); !ok || v != autoFolds {
 		return nil, false, false, nil
 	}
 	saved, changes, degraded := *r, rq.changes, rq.degraded
-	out, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+	out, switched, err := e.foldOnce(ctx, rq, b, r)
 	if !switched && rq.cold && err == nil && e.overTarget(rq, out, b) {
 		// A cold turn over the target: the fold's next move now, on a
 		// bust that costs nothing — the conversation takes the digests
 		// and the cut from here, as when its fold would move (cold.go).
 		*r, rq.changes, rq.degraded = saved, changes, degraded
 		r.Reason += autoSwitchReason
-		if rq.keeps() {
-			e.setCache(ctx, stickyKey, []byte("full"))
-		}
+		e.takeCut(ctx, rq)
 		switched = true
 	}
 	if !switched {
@@ -447,7 +444,7 @@ func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report, s
 // they fit and pay; otherwise selective windows the digested conversation
 // and auto cuts it, with summaries of what the cut omits (sticky: the
 // conversation already takes the cut).
-func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budgets, r *Report, stickyKey string, sticky bool) ([]byte, error) {
+func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budgets, r *Report, sticky bool) ([]byte, error) {
 	reason := r.Reason
 	// (the conversation's first condensation over the threshold: its
 	// digest frontier is not placed yet)
@@ -468,7 +465,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 		// from here.
 		digests, digestReason := rq.changes, r.Reason
 		rq.changes, r.Reason, r.Applied = nil, reason, ""
-		folded, switched, err := e.foldOnce(ctx, rq, b, r, stickyKey)
+		folded, switched, err := e.foldOnce(ctx, rq, b, r)
 		if !switched {
 			return folded, err
 		}
@@ -497,9 +494,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 		if !windowNow {
 			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
 		}
-		if rq.keeps() {
-			e.setCache(ctx, stickyKey, []byte("full"))
-		}
+		e.takeCut(ctx, rq)
 	}
 	if out == nil {
 		out = rq.in.Body
@@ -538,12 +533,12 @@ func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Repo
 
 // foldOnce condenses rq by auto's one fold of its conversation: full
 // mode's fold, replayed until it would move. From the request where it
-// would, the conversation takes the digests and the cut (its sticky state,
-// under stickyKey, is set): switched, and the caller condenses rq so. The
+// would, the conversation takes the digests and the cut (decisionAutoCut
+// is made): switched, and the caller condenses rq so. The
 // switch costs no extra bust — the fold's move would have re-written from
 // the head too — and the cut, deep and rare, costs less than folding again
 // and again (BENCHMARKS.md).
-func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report, stickyKey string) (out []byte, switched bool, err error) {
+func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, switched bool, err error) {
 	rq.foldOnce = true
 	out, err = e.fullOrWindow(ctx, rq, b, r)
 	rq.foldOnce = false
@@ -555,9 +550,7 @@ func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report, st
 	}
 	rq.changes, r.Applied = nil, ""
 	r.Reason += autoSwitchReason
-	if rq.keeps() {
-		e.setCache(ctx, stickyKey, []byte("full"))
-	}
+	e.takeCut(ctx, rq)
 	return nil, true, nil
 }
 
@@ -570,4 +563,13 @@ func (e *Engine) fullOrWindow(ctx context.Context, rq *job, b budgets, r *Report
 	}
 	addDegraded(r, "full condensing could not reach the target; sliding window used")
 	return e.truncate(ctx, rq, b, r)
+}
+
+// takeCut records that an auto conversation takes the digests and the cut
+// from here on (decisionAutoCut): flipping back to folds would rewrite
+// its prefix.
+func (e *Engine) takeCut(ctx context.Context, rq *job) {
+	if rq.keeps() {
+		e.decide(ctx, rq, decisionAutoCut, func() int { return 1 })
+	}
 }

@@ -59,17 +59,26 @@ const (
 	// windowNow (the window over the digests, on their bust: plan.go's
 	// windowNowOf).
 	decisionWindowFirst = "windowfirst"
+	// decisionAutoCut marks an auto conversation that takes the digests
+	// and the cut from here on (decide.go's takeCut): it once needed
+	// summaries, or its fold would have moved.
+	decisionAutoCut = "autocut"
 )
 
 // decisionNames are every decision a conversation's record holds.
 var decisionNames = []string{decisionFold, decisionFoldLong, decisionFoldLongLimit, decisionFoldBreak, decisionWindow,
 	decisionCutLong, decisionCutLongLimit, decisionFrontier, decisionFrontierFirst, decisionCondensed, decisionAuto,
-	decisionAutoFoldEnd, decisionWindowFirst}
+	decisionAutoFoldEnd, decisionWindowFirst, decisionAutoCut}
 
 // decisionKey names one decision of a conversation as the version before
 // the record kept it, a key of its own: read while a conversation has no
 // record yet, so one condensed before an upgrade keeps its grids.
-func (rq *job) decisionKey(name string) string { return rq.stateKey("plan:" + name) }
+func (rq *job) decisionKey(name string) string {
+	if name == decisionAutoCut {
+		return rq.stateKey("auto") // its value was "full"
+	}
+	return rq.stateKey("plan:" + name)
+}
 
 // stateKey names what the engine keeps about the job's conversation
 // under kind (its decisions, its window cut, auto's choice of summaries):
@@ -195,6 +204,9 @@ func (e *Engine) legacyDecision(ctx context.Context, rq *job, name string) (int,
 	b, ok := e.getCache(ctx, rq.decisionKey(name))
 	if !ok {
 		return 0, false
+	}
+	if name == decisionAutoCut {
+		return 1, true
 	}
 	v, err := strconv.Atoi(string(b))
 	return v, err == nil && v > 0

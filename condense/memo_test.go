@@ -29,7 +29,7 @@ func TestDecisionRecord(t *testing.T) {
 			now, before := &countingCache{Memory: cache.NewMemory(256 << 20)}, &countingCache{Memory: cache.NewMemory(256 << 20)}
 			a, b := engine(now), engine(before)
 			ctx := context.Background()
-			legacy, records := 0, 0
+			legacy, records, autoCut := 0, 0, 0
 			for k := 0; k < f.turns; k++ {
 				body, err := f.req(k)
 				if err != nil {
@@ -49,8 +49,14 @@ func TestDecisionRecord(t *testing.T) {
 				// The version before's keys, in place of the record.
 				if key := before.recordKey(); key != "" {
 					if raw, ok := before.Get(ctx, key); ok {
+						rest := strings.TrimPrefix(key, "plan:")
 						for name, v := range decodeDecisions(raw) {
-							before.Set(ctx, "plan:"+name+":"+strings.TrimPrefix(key, "plan:"), []byte(fmt.Sprint(v)), time.Hour)
+							k, value := "plan:"+name+":"+rest, fmt.Sprint(v)
+							if name == decisionAutoCut {
+								k, value = "auto:"+rest, "full"
+								autoCut++
+							}
+							before.Set(ctx, k, []byte(value), time.Hour)
 							legacy++
 						}
 						before.Delete(ctx, key)
@@ -59,6 +65,9 @@ func TestDecisionRecord(t *testing.T) {
 			}
 			now.keys.Range(func(k, _ any) bool {
 				key := k.(string)
+				if strings.HasPrefix(key, "auto:") {
+					t.Errorf("auto's switch to the cut written under a key of its own: %s", key)
+				}
 				if strings.HasPrefix(key, "plan:") {
 					if strings.Count(key, ":") != strings.Count(now.recordKey(), ":") {
 						t.Errorf("a decision written under a key of its own: %s", key)
@@ -67,6 +76,9 @@ func TestDecisionRecord(t *testing.T) {
 				}
 				return true
 			})
+			if mode == ModeAuto && autoCut == 0 {
+				t.Error("auto never took the cut: its old key is not tested")
+			}
 			if records != 1 || legacy == 0 {
 				t.Fatalf("%d records, %d decisions turned into keys of their own: the test tests nothing", records, legacy)
 			}
