@@ -102,27 +102,24 @@ const (
 	coldFold     = "fold"     // the step after full mode's folded chunks
 )
 
-// coldKey names where the step a cold turn moved part to is kept.
-func (rq *job) coldKey(part string) string { return rq.stateKey("cold:" + part) }
-
 // keepColdFloor remembers that a cold turn moved part to step (kept as
 // its item's index and hash as received, as a window cut is).
 func (e *Engine) keepColdFloor(ctx context.Context, rq *job, part string, step int) {
 	if !rq.keeps() || step <= 0 || step >= len(rq.conv.steps) {
 		return
 	}
-	e.setCache(ctx, rq.coldKey(part), []byte(rq.cutValue(step)))
+	e.setField(ctx, rq, "cold:"+part, rq.cutValue(step))
 }
 
 // coldFloor returns the step the conversation's last cold turn moved part
 // to, when it is still a step of this request holding the same item; 0
 // otherwise.
 func (e *Engine) coldFloor(ctx context.Context, rq *job, part string) int {
-	v, ok := e.getState(ctx, rq.coldKey(part))
+	v, ok := e.field(ctx, rq, "cold:"+part)
 	if !ok {
 		return 0
 	}
-	idxS, hash, ok := strings.Cut(string(v), ":")
+	idxS, hash, ok := strings.Cut(v, ":")
 	idx, err := strconv.Atoi(idxS)
 	c := rq.conv
 	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != rq.received().hashMessages(idx, idx+1) {

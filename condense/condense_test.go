@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -715,8 +716,8 @@ func (c *countingCache) decision(name string) (int, bool) {
 		return 0, false
 	}
 	raw, _ := c.Get(context.Background(), k)
-	v, ok := decodeDecisions(raw)[name]
-	return v, ok
+	s, ok := decodeRecord(raw)[name]
+	return decisionValue(name, s, ok)
 }
 
 // setDecision makes the record under key in c hold name=v, as another
@@ -724,12 +725,12 @@ func (c *countingCache) decision(name string) (int, bool) {
 func setDecision(c Cache, key, name string, v int) {
 	ctx := context.Background()
 	raw, _ := c.Get(ctx, key)
-	values := decodeDecisions(raw)
+	values := decodeRecord(raw)
 	if values == nil {
-		values = map[string]int{}
+		values = map[string]string{}
 	}
-	values[name] = v
-	c.Set(ctx, key, encodeDecisions(values), time.Hour)
+	values[name] = strconv.Itoa(v)
+	c.Set(ctx, key, encodeRecord(values), time.Hour)
 }
 
 func TestOriginalsWrittenOnceApartFromSummaries(t *testing.T) {

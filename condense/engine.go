@@ -608,9 +608,9 @@ type job struct {
 	// decisions holds the conversation's frozen decisions read or made
 	// by this job (memo.go).
 	decisions map[string]int
-	// plan is the conversation's decision record as read (memo.go),
-	// shared with the job's sub-jobs.
-	plan *decisionRecord
+	// plan is the conversation's record as read (memo.go), shared with
+	// the job's sub-jobs.
+	plan *convRecord
 	// summarizeCut: the window's cut gets summaries of what it omits in
 	// place of its marker (auto); cutSummarized: it did.
 	summarizeCut, cutSummarized bool
@@ -654,7 +654,7 @@ func (rq *job) received() *conversation {
 
 // windowed reports whether the conversation has a remembered window cut.
 func (e *Engine) windowed(ctx context.Context, rq *job) bool {
-	_, ok := e.getState(ctx, rq.cutKey(false))
+	_, ok := e.field(ctx, rq, rq.cutKey(false))
 	return ok
 }
 

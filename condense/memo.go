@@ -3,6 +3,7 @@ package condense
 import (
 	"context"
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,20 +71,30 @@ var decisionNames = []string{decisionFold, decisionFoldLong, decisionFoldLongLim
 	decisionCutLong, decisionCutLongLimit, decisionFrontier, decisionFrontierFirst, decisionCondensed, decisionAuto,
 	decisionAutoFoldEnd, decisionWindowFirst, decisionAutoCut}
 
-// decisionKey names one decision of a conversation as the version before
-// the record kept it, a key of its own: read while a conversation has no
-// record yet, so one condensed before an upgrade keeps its grids.
-func (rq *job) decisionKey(name string) string {
-	if name == decisionAutoCut {
+// The record's other fields: what changes in place as the conversation
+// goes on (window.go's cuts and their notes, cold.go's floors).
+var stateNames = []string{cutWindow, cutAfterSummary, cutWindow + noteSuffix, cutAfterSummary + noteSuffix,
+	"cold:" + coldFrontier, "cold:" + coldFold}
+
+// legacyKey names field name as the version before the record kept it,
+// a key of its own: read while a conversation has no record yet, so one
+// condensed before an upgrade keeps its grids and cuts.
+func (rq *job) legacyKey(name string) string {
+	switch {
+	case name == decisionAutoCut:
 		return rq.stateKey("auto") // its value was "full"
+	case strings.HasSuffix(name, noteSuffix):
+		return rq.stateKey(strings.TrimSuffix(name, noteSuffix)) + noteSuffix
+	case slices.Contains(stateNames, name):
+		return rq.stateKey(name)
 	}
 	return rq.stateKey("plan:" + name)
 }
 
 // stateKey names what the engine keeps about the job's conversation
-// under kind (its decisions, its window cut, auto's choice of summaries):
-// per caller and conversation head, and apart for observe mode, whose
-// would-be conversation evolves beside the real one.
+// under kind (its record; before it, each decision and cut): per caller
+// and conversation head, and apart for observe mode, whose would-be
+// conversation evolves beside the real one.
 func (rq *job) stateKey(kind string) string {
 	ns := ""
 	if rq.req.observing {
@@ -113,39 +124,41 @@ type Swapper interface {
 	Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (current []byte, swapped bool, err error)
 }
 
-// decisionRecord is a conversation's frozen decisions as its record in
-// the cache holds them: one key per caller and conversation, every
-// decision in it, written with compare-and-set so that, of replicas
-// deciding at once, the first to write wins each decision and none is
-// lost. A job reads it once; its sub-jobs share it.
-type decisionRecord struct {
+// convRecord is what the engine keeps about one conversation of one
+// caller, in one key of the cache: its frozen decisions and the state
+// that moves (its cuts, their notes, its cold floors). It is written with
+// compare-and-set, so that of replicas writing at once none loses the
+// other's fields: a decision is set if absent (the first replica to
+// decide wins), a state field is set (the last writer wins, as a key of
+// its own was). A job reads it once; its sub-jobs share it.
+type convRecord struct {
 	loaded bool
 	raw    []byte // as read or last written; nil: absent
-	values map[string]int
+	values map[string]string
 }
 
-// recordKey names the conversation's decision record.
+// recordKey names the conversation's record.
 func (rq *job) recordKey() string { return rq.stateKey("plan") }
 
-// record returns the conversation's decision record, read at the job's
-// first need of it.
-func (e *Engine) record(ctx context.Context, rq *job) *decisionRecord {
+// record returns the conversation's record, read at the job's first need
+// of it.
+func (e *Engine) record(ctx context.Context, rq *job) *convRecord {
 	if rq.plan == nil {
-		rq.plan = &decisionRecord{}
+		rq.plan = &convRecord{}
 	}
 	p := rq.plan
 	if !p.loaded && e.cache != nil {
 		p.loaded = true
 		if raw, ok := e.getState(ctx, rq.recordKey()); ok {
-			p.raw, p.values = raw, decodeDecisions(raw)
+			p.raw, p.values = raw, decodeRecord(raw)
 		}
 	}
 	return p
 }
 
-// encodeDecisions writes values as a record: "1" (its version), then
-// name=value for each, sorted, separated by ';'.
-func encodeDecisions(values map[string]int) []byte {
+// encodeRecord writes values as a record: "1" (its version), then
+// name=value for each, sorted, separated by ';' (no value holds one).
+func encodeRecord(values map[string]string) []byte {
 	names := make([]string, 0, len(values))
 	for n := range values {
 		names = append(names, n)
@@ -156,26 +169,36 @@ func encodeDecisions(values map[string]int) []byte {
 		b = append(b, ';')
 		b = append(b, n...)
 		b = append(b, '=')
-		b = strconv.AppendInt(b, int64(values[n]), 10)
+		b = append(b, values[n]...)
 	}
 	return b
 }
 
-// decodeDecisions reads a record (nil: of a version it does not know:
-// taken as holding nothing, and written over).
-func decodeDecisions(raw []byte) map[string]int {
+// decodeRecord reads a record (nil: of a version it does not know: taken
+// as holding nothing, and written over).
+func decodeRecord(raw []byte) map[string]string {
 	fields := strings.Split(string(raw), ";")
 	if fields[0] != "1" {
 		return nil
 	}
-	values := map[string]int{}
+	values := map[string]string{}
 	for _, f := range fields[1:] {
-		n, v, ok := strings.Cut(f, "=")
-		if x, err := strconv.Atoi(v); ok && err == nil && x > 0 {
-			values[n] = x
+		if n, v, ok := strings.Cut(f, "="); ok {
+			values[n] = v
 		}
 	}
 	return values
+}
+
+// field returns the record's field name: from the record, or, while the
+// conversation has none, from the key the version before kept it under.
+func (e *Engine) field(ctx context.Context, rq *job, name string) (string, bool) {
+	p := e.record(ctx, rq)
+	if v, ok := p.values[name]; ok || p.raw != nil || e.cache == nil {
+		return v, ok
+	}
+	b, ok := e.getState(ctx, rq.legacyKey(name))
+	return string(b), ok
 }
 
 // decided returns the conversation's decision name if it is made.
@@ -183,11 +206,8 @@ func (e *Engine) decided(ctx context.Context, rq *job, name string) (int, bool) 
 	if v, ok := rq.decisions[name]; ok {
 		return v, true
 	}
-	p := e.record(ctx, rq)
-	v, ok := p.values[name]
-	if !ok && p.raw == nil {
-		v, ok = e.legacyDecision(ctx, rq, name)
-	}
+	s, ok := e.field(ctx, rq, name)
+	v, ok := decisionValue(name, s, ok)
 	if !ok {
 		return 0, false
 	}
@@ -198,17 +218,15 @@ func (e *Engine) decided(ctx context.Context, rq *job, name string) (int, bool) 
 	return v, true
 }
 
-// legacyDecision reads name from its own key, as the version before the
-// record wrote it.
-func (e *Engine) legacyDecision(ctx context.Context, rq *job, name string) (int, bool) {
-	b, ok := e.getCache(ctx, rq.decisionKey(name))
+// decisionValue reads a decision's field (ok: it is there).
+func decisionValue(name, s string, ok bool) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	if name == decisionAutoCut {
+	if name == decisionAutoCut && s == "full" { // as the version before wrote it
 		return 1, true
 	}
-	v, err := strconv.Atoi(string(b))
+	v, err := strconv.Atoi(s)
 	return v, err == nil && v > 0
 }
 
@@ -221,7 +239,10 @@ func (e *Engine) decide(ctx context.Context, rq *job, name string, make func() i
 	}
 	v := max(make(), 1)
 	if rq.keeps() && e.cache != nil {
-		v = e.storeDecision(ctx, rq, name, v)
+		s, _ := e.writeField(ctx, rq, name, strconv.Itoa(v), false)
+		if stored, ok := decisionValue(name, s, true); ok {
+			v = stored
+		}
 	}
 	if rq.decisions == nil {
 		rq.decisions = map[string]int{}
@@ -230,45 +251,55 @@ func (e *Engine) decide(ctx context.Context, rq *job, name string, make func() i
 	return v
 }
 
-// storeDecision adds name=v to the conversation's record and returns the
-// value the record holds for name: v, or another replica's, written
-// first. A record made here takes in what the version before it kept
-// under keys of their own. Without compare-and-set in the cache, or when
-// the cache fails, the decision is the job's own.
-func (e *Engine) storeDecision(ctx context.Context, rq *job, name string, v int) int {
+// setField makes value the record's field name (a state field: the last
+// writer wins).
+func (e *Engine) setField(ctx context.Context, rq *job, name, value string) {
+	if e.cache != nil {
+		e.writeField(ctx, rq, name, value, true)
+	}
+}
+
+// writeField writes name=value into the conversation's record —
+// overwriting what it holds when replace, else only when it holds
+// nothing for name — and returns what the record holds for name
+// afterwards. A record made here takes in what the version before kept
+// under keys of its own. Without compare-and-set in the cache, or when
+// the cache fails, nothing is written and value is returned: the
+// request goes on with its own.
+func (e *Engine) writeField(ctx context.Context, rq *job, name, value string, replace bool) (string, bool) {
 	sw, ok := e.cache.(Swapper)
 	if !ok {
-		return v
+		return value, false
 	}
 	p := e.record(ctx, rq)
 	for range 8 {
 		next := maps.Clone(p.values)
 		if next == nil {
-			next = map[string]int{}
+			next = map[string]string{}
 			if p.raw == nil {
-				for _, n := range decisionNames {
-					if x, ok := e.legacyDecision(ctx, rq, n); ok {
-						next[n] = x
+				for _, n := range append(slices.Clone(decisionNames), stateNames...) {
+					if b, ok := e.getState(ctx, rq.legacyKey(n)); ok {
+						next[n] = string(b)
 					}
 				}
 			}
 		}
-		if stored, ok := next[name]; ok {
+		if stored, ok := next[name]; ok && (!replace || stored == value) {
 			p.values = next
-			return stored
+			return stored, true
 		}
-		next[name] = v
-		raw := encodeDecisions(next)
+		next[name] = value
+		raw := encodeRecord(next)
 		cur, swapped, err := sw.Swap(context.WithoutCancel(ctx), rq.recordKey(), p.raw, raw, e.opts.OriginalsTTL)
 		if err != nil {
-			e.log.Warn("a conversation's decision could not be stored; this request goes on with its own", "decision", name, "err", err)
-			return v
+			e.log.Warn("a conversation's record could not be written; this request goes on with its own", "field", name, "err", err)
+			return value, false
 		}
 		if swapped {
 			p.raw, p.values = raw, next
-			return v
+			return value, true
 		}
-		p.raw, p.values = cur, decodeDecisions(cur)
+		p.raw, p.values = cur, decodeRecord(cur)
 	}
-	return v
+	return value, false
 }

@@ -3,7 +3,7 @@ package condense
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +29,7 @@ func TestDecisionRecord(t *testing.T) {
 			now, before := &countingCache{Memory: cache.NewMemory(256 << 20)}, &countingCache{Memory: cache.NewMemory(256 << 20)}
 			a, b := engine(now), engine(before)
 			ctx := context.Background()
-			legacy, records, autoCut := 0, 0, 0
+			legacy, records, autoCut, states := 0, 0, 0, 0
 			for k := 0; k < f.turns; k++ {
 				body, err := f.req(k)
 				if err != nil {
@@ -50,11 +50,17 @@ func TestDecisionRecord(t *testing.T) {
 				if key := before.recordKey(); key != "" {
 					if raw, ok := before.Get(ctx, key); ok {
 						rest := strings.TrimPrefix(key, "plan:")
-						for name, v := range decodeDecisions(raw) {
-							k, value := "plan:"+name+":"+rest, fmt.Sprint(v)
-							if name == decisionAutoCut {
+						for name, value := range decodeRecord(raw) {
+							k := "plan:" + name + ":" + rest
+							switch {
+							case name == decisionAutoCut:
 								k, value = "auto:"+rest, "full"
 								autoCut++
+							case strings.HasSuffix(name, noteSuffix):
+								k = strings.TrimSuffix(name, noteSuffix) + ":" + rest + noteSuffix
+							case slices.Contains(stateNames, name):
+								k = name + ":" + rest
+								states++
 							}
 							before.Set(ctx, k, []byte(value), time.Hour)
 							legacy++
@@ -65,8 +71,8 @@ func TestDecisionRecord(t *testing.T) {
 			}
 			now.keys.Range(func(k, _ any) bool {
 				key := k.(string)
-				if strings.HasPrefix(key, "auto:") {
-					t.Errorf("auto's switch to the cut written under a key of its own: %s", key)
+				if strings.HasPrefix(key, "auto:") || strings.HasPrefix(key, "cut:") || strings.HasPrefix(key, "cold:") {
+					t.Errorf("a field of the record written under a key of its own: %s", key)
 				}
 				if strings.HasPrefix(key, "plan:") {
 					if strings.Count(key, ":") != strings.Count(now.recordKey(), ":") {
@@ -76,6 +82,9 @@ func TestDecisionRecord(t *testing.T) {
 				}
 				return true
 			})
+			if mode != ModeFull && states == 0 { // full's folds keep no cut here
+				t.Error("no cut or floor in the record: their old keys are not tested")
+			}
 			if mode == ModeAuto && autoCut == 0 {
 				t.Error("auto never took the cut: its old key is not tested")
 			}

@@ -253,24 +253,32 @@ func (e *Engine) markerCut(ctx context.Context, rq *job, prefix [][]byte, from, 
 	return rebuild(rq, inserted, rest)
 }
 
-// cutKey names where a conversation's window cut is remembered: per
-// caller, conversation and kind of window (after a summary or not).
+// The record's fields a window cut is remembered under, by kind of
+// window (after a fold's summary or not), and its note's beside it.
+const (
+	cutWindow       = "cut:w"
+	cutAfterSummary = "cut:s"
+	noteSuffix      = ":note"
+)
+
+// cutKey names the field of the conversation's record its window cut is
+// remembered under, by kind of window (after a summary or not).
 func (rq *job) cutKey(afterSummary bool) string {
 	if afterSummary {
-		return rq.stateKey("cut:s")
+		return cutAfterSummary
 	}
-	return rq.stateKey("cut:w")
+	return cutWindow
 }
 
 // storedCut returns the step where the conversation's previous window cut
 // was, when it is still a step boundary of this request, holding the
 // same item, between firstStep and must; -1 otherwise.
 func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, must int) int {
-	v, ok := e.getState(ctx, key)
+	v, ok := e.field(ctx, rq, key)
 	if !ok {
 		return -1
 	}
-	idxS, hash, ok := strings.Cut(string(v), ":")
+	idxS, hash, ok := strings.Cut(v, ":")
 	idx, err := strconv.Atoi(idxS)
 	c := rq.conv
 	// The item at the cut as received: a digest made of it later (the
@@ -294,10 +302,10 @@ func (e *Engine) storeCut(ctx context.Context, rq *job, key string, keep int) bo
 		return false
 	}
 	v := rq.cutValue(keep)
-	if old, ok := e.getState(ctx, key); ok && string(old) == v {
+	if old, ok := e.field(ctx, rq, key); ok && old == v {
 		return false
 	}
-	e.setCache(ctx, key, []byte(v))
+	e.setField(ctx, rq, key, v)
 	return true
 }
 
@@ -313,19 +321,19 @@ func (rq *job) cutValue(keep int) string {
 // is over the limit with the summaries' budget (storedNote).
 func (e *Engine) storeNote(ctx context.Context, rq *job, key string, keep, tokens int) {
 	if rq.keeps() {
-		e.setCache(ctx, key+":note", []byte(rq.cutValue(keep)+":"+strconv.Itoa(tokens)))
+		e.setField(ctx, rq, key+noteSuffix, rq.cutValue(keep)+":"+strconv.Itoa(tokens))
 	}
 }
 
 // storedNote returns the tokens storeNote remembered for the cut at step
 // keep, or -1 when it remembered none for that cut.
 func (e *Engine) storedNote(ctx context.Context, rq *job, key string, keep int) int {
-	v, ok := e.getState(ctx, key+":note")
+	v, ok := e.field(ctx, rq, key+noteSuffix)
 	if !ok {
 		return -1
 	}
 	at := rq.cutValue(keep) + ":"
-	tok, ok := strings.CutPrefix(string(v), at)
+	tok, ok := strings.CutPrefix(v, at)
 	n, err := strconv.Atoi(tok)
 	if !ok || err != nil || n < 0 {
 		return -1
