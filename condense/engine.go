@@ -608,9 +608,9 @@ type job struct {
 	// decisions holds the conversation's frozen decisions read or made
 	// by this job (memo.go).
 	decisions map[string]int
-	// plan is the conversation's record as read (memo.go), shared with
+	// record is the conversation's record as read (memo.go), shared with
 	// the job's sub-jobs.
-	plan *convRecord
+	record *convRecord
 	// summarizeCut: the window's cut gets summaries of what it omits in
 	// place of its marker (auto); cutSummarized: it did.
 	summarizeCut, cutSummarized bool

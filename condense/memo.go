@@ -143,10 +143,10 @@ func (rq *job) recordKey() string { return rq.stateKey("plan") }
 // record returns the conversation's record, read at the job's first need
 // of it.
 func (e *Engine) record(ctx context.Context, rq *job) *convRecord {
-	if rq.plan == nil {
-		rq.plan = &convRecord{}
+	if rq.record == nil {
+		rq.record = &convRecord{}
 	}
-	p := rq.plan
+	p := rq.record
 	if !p.loaded && e.cache != nil {
 		p.loaded = true
 		if raw, ok := e.getState(ctx, rq.recordKey()); ok {

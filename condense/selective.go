@@ -361,7 +361,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 // what rq's summaries cost so far. rq.adopt takes them back.
 func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
-		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, plan: rq.plan, frontier: rq.frontier,
+		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, record: rq.record, frontier: rq.frontier,
 		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
 		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, notes: rq.notes, headHash: rq.headHash,
 		base: rq, patches: patches}
@@ -370,7 +370,7 @@ func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 // adopt takes back from sub (rq.overDigests) the changes, decisions and
 // summaries it made.
 func (rq *job) adopt(sub *job) {
-	rq.changes, rq.decisions, rq.plan = sub.changes, sub.decisions, sub.plan
+	rq.changes, rq.decisions, rq.record = sub.changes, sub.decisions, sub.record
 	rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
 	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
 }
