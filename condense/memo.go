@@ -263,13 +263,18 @@ func (e *Engine) setField(ctx context.Context, rq *job, name, value string) {
 // overwriting what it holds when replace, else only when it holds
 // nothing for name — and returns what the record holds for name
 // afterwards. A record made here takes in what the version before kept
-// under keys of its own. Without compare-and-set in the cache, or when
-// the cache fails, nothing is written and value is returned: the
-// request goes on with its own.
+// under keys of its own. A cache without compare-and-set keeps each
+// field under a key of its own, as the version before did (decisions set
+// if absent); when the cache fails, value is returned: the request goes
+// on with its own.
 func (e *Engine) writeField(ctx context.Context, rq *job, name, value string, replace bool) (string, bool) {
 	sw, ok := e.cache.(Swapper)
 	if !ok {
-		return value, false
+		if replace {
+			e.setCache(ctx, rq.legacyKey(name), []byte(value))
+			return value, true
+		}
+		return e.addCache(ctx, rq.legacyKey(name), value), true
 	}
 	p := e.record(ctx, rq)
 	for range 8 {

@@ -94,3 +94,45 @@ func TestDecisionRecord(t *testing.T) {
 		})
 	}
 }
+
+// noSwap is a cache without compare-and-set.
+type noSwap struct{ m *cache.Memory }
+
+func (c noSwap) Get(ctx context.Context, k string) ([]byte, bool) { return c.m.Get(ctx, k) }
+func (c noSwap) Set(ctx context.Context, k string, v []byte, ttl time.Duration) {
+	c.m.Set(ctx, k, v, ttl)
+}
+func (c noSwap) Add(ctx context.Context, k string, v []byte, ttl time.Duration) ([]byte, bool) {
+	return c.m.Add(ctx, k, v, ttl)
+}
+
+// TestStateWithoutSwap: over a cache without compare-and-set, each field
+// of the conversation's state is kept under a key of its own, and the
+// conversation is condensed byte for byte as over one with it.
+func TestStateWithoutSwap(t *testing.T) {
+	f := replicaForms(t)[0]
+	engine := func(c Cache) *Engine {
+		return New(Deps{Counter: counter, Models: limits(48_000), Cache: c, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
+			Options{SelectiveEnabled: true, Summarizer: "extractive"})
+	}
+	plain := cache.NewMemory(256 << 20)
+	a, b := engine(cache.NewMemory(256<<20)), engine(noSwap{plain})
+	ctx := context.Background()
+	for k := 0; k < f.turns; k++ {
+		body, err := f.req(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ra, err := a.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := b.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: ModeAuto, Scope: "s"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ra.Body, rb.Body) {
+			t.Fatalf("request %d: forwarded other bytes over a cache without compare-and-set", k)
+		}
+	}
+}
