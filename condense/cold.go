@@ -3,8 +3,6 @@ package condense
 import (
 	"context"
 	"encoding/binary"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -119,18 +117,7 @@ func (e *Engine) coldFloor(ctx context.Context, rq *job, part string) int {
 	if !ok {
 		return 0
 	}
-	idxS, hash, ok := strings.Cut(v, ":")
-	idx, err := strconv.Atoi(idxS)
-	c := rq.conv
-	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != rq.received().hashMessages(idx, idx+1) {
-		return 0
-	}
-	for g := range c.steps {
-		if c.steps[g].first == idx {
-			return g
-		}
-	}
-	return 0
+	return max(rq.stepOfValue(v, 0, len(rq.conv.steps)-1), 0)
 }
 
 // overTarget reports whether out, a body rq's condensing made, is over

@@ -499,7 +499,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 	if out == nil {
 		out = rq.in.Body
 	}
-	rq.summarizeCut, rq.notes = true, e.opts.StandIns == StandInNotes
+	e.standIns(rq)
 	return e.truncateBody(ctx, rq, out, b, r)
 }
 
@@ -512,7 +512,8 @@ func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Repo
 	}
 	// The cut carries auto's stand-ins of what it omits, written without
 	// the summarizer (selective calls none): never a bare marker.
-	rq.summarizeCut, rq.extractiveSummaries, rq.notes = true, true, e.opts.StandIns == StandInNotes
+	e.standIns(rq)
+	rq.extractiveSummaries = true
 	w, err := e.truncateBody(ctx, rq, out, b, r)
 	if err == nil && w == nil && digested != nil {
 		// The window would omit nothing: the digests made stay.
@@ -572,4 +573,10 @@ func (e *Engine) takeCut(ctx context.Context, rq *job) {
 	if rq.keeps() {
 		e.decide(ctx, rq, decisionAutoCut, func() int { return 1 })
 	}
+}
+
+// standIns has rq's window cut carry stand-ins of what it omits in place
+// of the marker: summaries, or notes (condense.stand_ins).
+func (e *Engine) standIns(rq *job) {
+	rq.summarizeCut, rq.notes = true, e.opts.StandIns == StandInNotes
 }

@@ -278,15 +278,21 @@ func (e *Engine) storedCut(ctx context.Context, rq *job, key string, firstStep, 
 	if !ok {
 		return -1
 	}
+	return rq.stepOfValue(v, firstStep+1, must)
+}
+
+// stepOfValue returns the step in [from, to] that starts at the item v
+// (cutValue) remembers — the same index holding the same item as
+// received: a digest made of it later (the frontier passing it) does not
+// move it —, or -1.
+func (rq *job) stepOfValue(v string, from, to int) int {
 	idxS, hash, ok := strings.Cut(v, ":")
 	idx, err := strconv.Atoi(idxS)
 	c := rq.conv
-	// The item at the cut as received: a digest made of it later (the
-	// frontier passing it) does not move the cut.
 	if !ok || err != nil || idx < 0 || idx >= c.len() || hash != rq.received().hashMessages(idx, idx+1) {
 		return -1
 	}
-	for g := firstStep + 1; g <= must; g++ {
+	for g := from; g <= to; g++ {
 		if c.steps[g].first == idx {
 			return g
 		}
