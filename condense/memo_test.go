@@ -3,6 +3,7 @@ package condense
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -22,30 +23,10 @@ func TestDecisionRecord(t *testing.T) {
 	f := replicaForms(t)[0]
 	for _, mode := range []string{ModeFull, ModeSelective, ModeAuto} {
 		t.Run(mode, func(t *testing.T) {
-			engine := func(c Cache) *Engine {
-				return New(Deps{Counter: counter, Models: limits(48_000), Cache: c, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
-					Options{SelectiveEnabled: true, Summarizer: "extractive"})
-			}
 			now, before := &countingCache{Memory: cache.NewMemory(256 << 20)}, &countingCache{Memory: cache.NewMemory(256 << 20)}
-			a, b := engine(now), engine(before)
 			ctx := context.Background()
 			legacy, records, autoCut, states := 0, 0, 0, 0
-			for k := 0; k < f.turns; k++ {
-				body, err := f.req(k)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ra, err := a.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				rb, err := b.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(ra.Body, rb.Body) {
-					t.Fatalf("request %d: the conversation whose decisions had keys of their own forwarded other bytes", k)
-				}
+			sameBytes(t, f, mode, recordEngine(now), recordEngine(before), "the conversation whose decisions had keys of their own", func() {
 				// The version before's keys, in place of the record.
 				if key := before.recordKey(); key != "" {
 					if raw, ok := before.Get(ctx, key); ok {
@@ -68,7 +49,7 @@ func TestDecisionRecord(t *testing.T) {
 						before.Delete(ctx, key)
 					}
 				}
-			}
+			})
 			now.keys.Range(func(k, _ any) bool {
 				key := k.(string)
 				if strings.HasPrefix(key, "auto:") || strings.HasPrefix(key, "cut:") || strings.HasPrefix(key, "cold:") {
@@ -110,29 +91,45 @@ func (c noSwap) Add(ctx context.Context, k string, v []byte, ttl time.Duration) 
 // of the conversation's state is kept under a key of its own, and the
 // conversation is condensed byte for byte as over one with it.
 func TestStateWithoutSwap(t *testing.T) {
-	f := replicaForms(t)[0]
-	engine := func(c Cache) *Engine {
-		return New(Deps{Counter: counter, Models: limits(48_000), Cache: c, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
-			Options{SelectiveEnabled: true, Summarizer: "extractive"})
-	}
-	plain := cache.NewMemory(256 << 20)
-	a, b := engine(cache.NewMemory(256<<20)), engine(noSwap{plain})
+	sameBytes(t, replicaForms(t)[0], ModeAuto, recordEngine(cache.NewMemory(256<<20)), recordEngine(noSwap{cache.NewMemory(256 << 20)}),
+		"the engine over a cache without compare-and-set", nil)
+}
+
+// recordEngine is the engine of the record's tests, over c.
+func recordEngine(c Cache) *Engine {
+	return New(Deps{Counter: counter, Models: limits(48_000), Cache: c, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
+		Options{SelectiveEnabled: true, Summarizer: "extractive"})
+}
+
+// sameBytes hands a and b every request of f in mode, in turn, and fails
+// when they forward other bytes (what names b); after, when set,
+// runs after each request, once both engines' background work is done.
+func sameBytes(t *testing.T, f sessionForm, mode string, a, b *Engine, what string, after func()) {
+	t.Helper()
 	ctx := context.Background()
 	for k := 0; k < f.turns; k++ {
 		body, err := f.req(k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ra, err := a.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: ModeAuto, Scope: "s"})
+		ra, err := a.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb, err := b.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: ModeAuto, Scope: "s"})
+		rb, err := b.Condense(ctx, Request{Codec: f.codec, Body: body, Mode: mode, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(ra.Body, rb.Body) {
-			t.Fatalf("request %d: forwarded other bytes over a cache without compare-and-set", k)
+			t.Fatalf("request %d: %s forwarded other bytes", k, what)
+		}
+		// What the requests started in the background is done before the
+		// next one (and before after changes the cache under it).
+		if err := errors.Join(a.Close(ctx), b.Close(ctx)); err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			after()
 		}
 	}
 }
