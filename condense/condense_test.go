@@ -701,8 +701,10 @@ func (c *countingCache) Swap(ctx context.Context, key string, old, v []byte, ttl
 func (c *countingCache) recordKey() string {
 	key := ""
 	c.keys.Range(func(k, _ any) bool {
-		if strings.HasPrefix(k.(string), "plan:") {
-			key = k.(string)
+		// plan:<scope>:<head>, not a decision under a key of its own as
+		// the version before kept it (plan:<name>:<scope>:<head>).
+		if s := k.(string); strings.HasPrefix(s, "plan:") && strings.Count(s, ":") == 2 {
+			key = s
 		}
 		return key == ""
 	})
