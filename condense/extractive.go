@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/logfacts"
+	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -63,36 +64,17 @@ func fitSummary(text string, maxTokens int) string {
 	line := func(i int) string { return body[starts[i] : starts[i+1]-1] }
 	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
 	room := maxChars - len(files) - len(omitted)
-	keep := make([]bool, n)
-	kept := 0
-	seen := map[string]bool{}
-	for rank := int8(0); rank <= maxLineRank; rank++ {
-		for i := range n {
-			if keep[i] || ranks[i] != rank {
-				continue
-			}
-			l := line(i)
-			if rank == errorRank {
-				// An error line repeated step after step is kept once.
-				if seen[errorsOf(l)] {
-					continue
-				}
-				seen[errorsOf(l)] = true
-			}
-			if len(l)+1 > room {
-				continue
-			}
-			keep[i] = true
-			kept += len(l) + 1
-			room -= len(l) + 1
-		}
-	}
+	keep, shortened, kept := chooseLines(n, ranks, line, room)
 	var b strings.Builder
 	b.Grow(kept + len(omitted) + len(files))
 	dropped := 0
 	for i := range n {
 		if keep[i] {
-			b.WriteString(line(i))
+			if l, ok := shortened[i]; ok {
+				b.WriteString(l)
+			} else {
+				b.WriteString(line(i))
+			}
 			b.WriteByte('\n')
 		} else {
 			dropped++
@@ -103,6 +85,42 @@ func fitSummary(text string, maxTokens int) string {
 	}
 	b.WriteString(files)
 	return b.String()
+}
+
+// chooseLines picks which of a summary's n lines (line(i), ranked ranks)
+// fit room, rank by rank, and returns them (keep), the error results kept
+// without the errors kept before them (shortened) and their size in
+// bytes: an error line repeated step after step is kept once — a result
+// keeps the ones not kept above it, or goes.
+func chooseLines(n int, ranks []int8, line func(int) string, room int) (keep []bool, shortened map[int]string, kept int) {
+	keep, shortened = make([]bool, n), map[int]string{}
+	seen := map[string]bool{}
+	for rank := int8(0); rank <= maxLineRank; rank++ {
+		for i := range n {
+			if keep[i] || ranks[i] != rank {
+				continue
+			}
+			l := line(i)
+			if rank == errorRank {
+				if l = newErrors(l, seen); l == "" {
+					continue
+				}
+			}
+			if len(l)+1 > room {
+				continue
+			}
+			if rank == errorRank {
+				markErrors(l, seen)
+				if l != line(i) {
+					shortened[i] = l
+				}
+			}
+			keep[i] = true
+			kept += len(l) + 1
+			room -= len(l) + 1
+		}
+	}
+	return keep, shortened, kept
 }
 
 // The ranks of an extractive summary's lines: what fitSummary keeps
@@ -136,13 +154,49 @@ func lineRank(l string) int {
 	return maxLineRank
 }
 
-// errorsOf returns a result line's error lines (what makes two results
-// the same error).
-func errorsOf(l string) string {
-	if i := strings.Index(l, " | ! "); i >= 0 {
-		return l[i:]
+// newErrors returns result line l without the error lines seen holds
+// ("! …" parts, and its line count), "" when none of its errors is new.
+func newErrors(l string, seen map[string]bool) string {
+	head, rest, ok := strings.Cut(l, " | ! ")
+	if !ok {
+		// A failing exit status alone: the line is its error.
+		if seen[strings.TrimSpace(l)] {
+			return ""
+		}
+		return l
 	}
-	return strings.TrimSpace(l)
+	parts := strings.Split("! "+rest, " | ")
+	kept := parts[:0]
+	fresh := false
+	for _, p := range parts {
+		switch {
+		case !strings.HasPrefix(p, "! "):
+			if !strings.HasSuffix(p, " lines)") {
+				kept = append(kept, p)
+			}
+		case !seen[p]:
+			kept = append(kept, p)
+			fresh = true
+		}
+	}
+	if !fresh {
+		return ""
+	}
+	return head + " | " + strings.Join(kept, " | ")
+}
+
+// markErrors adds the error lines of result line l to seen.
+func markErrors(l string, seen map[string]bool) {
+	_, rest, ok := strings.Cut(l, " | ! ")
+	if !ok {
+		seen[strings.TrimSpace(l)] = true
+		return
+	}
+	for _, p := range strings.Split("! "+rest, " | ") {
+		if strings.HasPrefix(p, "! ") {
+			seen[p] = true
+		}
+	}
 }
 
 var (
@@ -237,8 +291,10 @@ func keyArgs(args string) string {
 
 // resultDigest reduces a tool result to its first line, its exit status
 // and its key lines (failing tests, assertions, compiler errors, panics,
-// error lines: the rules digests use, package logfacts).
-func resultDigest(text string) string {
+// error lines: the rules digests use, package logfacts) — none for a
+// file's content (file), whose lines are code even where they name an
+// error ("func f() error").
+func resultDigest(text string, file bool) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	first := ""
 	for _, l := range lines {
@@ -256,18 +312,29 @@ func resultDigest(text string) string {
 	if code := logfacts.Exit(text); code != "" {
 		parts = append(parts, "exit "+code)
 	}
-	n := 0
-	for _, l := range logfacts.KeyLines(text, 2*(maxErrorLines+1)) {
-		// A numbered line is a file's content (a read, an edit's
-		// snippet, a compiler's excerpt): code that names an error is
-		// not one.
-		if l != first && !codeLine.MatchString(l) && n <= maxErrorLines {
-			parts = append(parts, "! "+shorten(l, resultChars))
-			n++
+	if !file {
+		n := 0
+		for _, l := range logfacts.KeyLines(text, 2*(maxErrorLines+1)) {
+			// A numbered line is a file's content (an edit's snippet, a
+			// compiler's excerpt): code that names an error is not one.
+			if l != first && !codeLine.MatchString(l) && n <= maxErrorLines {
+				parts = append(parts, "! "+shorten(l, resultChars))
+				n++
+			}
 		}
 	}
 	parts = append(parts, fmt.Sprintf("(%d lines)", len(lines)))
 	return strings.Join(parts, " | ")
+}
+
+// fileContent reports whether result text of call is a file's content,
+// as selective's digests tell it: a read's output, or a digest of one.
+func fileContent(call view.Call, text string) bool {
+	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	if m := digestHeader.FindStringSubmatch(strings.TrimSpace(first)); m != nil {
+		return m[1] == selective.KindFile
+	}
+	return selective.Classify(selective.Input{Tool: call.Name, Args: call.Args, Content: text}) == selective.KindFile
 }
 
 // fileLog collects the files a range of messages touched, most recent
@@ -485,6 +552,7 @@ func (c *conversation) note(from, to int, files *filesMemo) string {
 	var b strings.Builder
 	var texts []view.Text
 	calls := map[string]int{}
+	byID := map[string]view.Call{}
 	var names []string
 	errs, total := 0, 0
 	for i := from; i < to; i++ {
@@ -497,10 +565,11 @@ func (c *conversation) note(from, to int, files *filesMemo) string {
 				names = append(names, call.Name)
 			}
 			calls[call.Name]++
+			byID[call.ID] = call
 			total++
 		}
 		for _, r := range t.Results {
-			if lineRank("→ "+resultDigest(r.Text)) == errorRank {
+			if lineRank("→ "+resultDigest(r.Text, fileContent(byID[r.CallID], r.Text))) == errorRank {
 				errs++
 			}
 		}
@@ -536,7 +605,7 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	// most of the time.
 	raw := c.req.Items[to-1].End - c.req.Items[from].Start
 	b.Grow(max(min(raw, 64*(to-from)), 0))
-	names := map[string]string{}
+	calls := map[string]view.Call{} // by id
 	// Each item's text is decoded once, for the steps and the Files
 	// (which read the texts with calls or results only).
 	var texts []view.Text
@@ -546,7 +615,8 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 			texts = append(texts, t)
 		}
 		for _, r := range t.Results {
-			writeLine(&b, "    → ", names[r.CallID], ": ", resultDigest(r.Text))
+			call := calls[r.CallID]
+			writeLine(&b, "    → ", call.Name, ": ", resultDigest(r.Text, fileContent(call, r.Text)))
 		}
 		switch t.Role {
 		case "user":
@@ -565,7 +635,7 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 			}
 		}
 		for _, call := range t.Calls {
-			names[call.ID] = call.Name
+			calls[call.ID] = call
 			writeLine(&b, "  - called ", call.Name, "(", keyArgs(call.Args), ")")
 		}
 	}

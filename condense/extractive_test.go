@@ -36,7 +36,7 @@ func TestResultDigest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := resultDigest(tc.in)
+			got := resultDigest(tc.in, fileContent(view.Call{Name: "bash"}, tc.in))
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("digest %q lacks %q", got, w)
@@ -48,6 +48,34 @@ func TestResultDigest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestResultDigestOfFiles: a file's content — a read's output, or a
+// digest of a file — is code, whose lines name errors ("func f() error")
+// without being any: a stand-in gives it no error lines, which would rank
+// it with real errors (lineRank) and push decisions and failing tests out
+// of a merged summary; a command's output keeps them.
+func TestResultDigestOfFiles(t *testing.T) {
+	code := "package store\n\nfunc Get(k string) (string, error) {\n\treturn \"\", fmt.Errorf(\"no error here\")\n}\n"
+	digest := "[condense-proxy digest of read_file pkg/store/get.go — file, original 134 lines, 2036 tokens; id d8a237f7faa8ddb77: GET /v1/condense/originals/d8a237f7faa8ddb77]\nfile pkg/store/get.go, 133 lines\noutline:\n    9  func Func0(in string) (string, error) {"
+	logs := "=== RUN   TestGet\n--- FAIL: TestGet (0.00s)\n    get_test.go:9: got error, want nil\nFAIL\nexit status 1"
+	for _, tc := range []struct {
+		name  string
+		call  view.Call
+		text  string
+		error bool
+	}{
+		{"a read", view.Call{Name: "read_file", Args: `{"path":"pkg/store/get.go"}`}, code, false},
+		{"cat", view.Call{Name: "bash", Args: `{"command":"cat pkg/store/get.go"}`}, code, false},
+		{"a file's digest, its call unknown", view.Call{}, digest, false},
+		{"a test run", view.Call{Name: "bash", Args: `{"command":"go test ./..."}`}, logs, true},
+		{"a result of an unknown call", view.Call{}, logs, true},
+	} {
+		got := resultDigest(tc.text, fileContent(tc.call, tc.text))
+		if lineRank("→ "+got) == errorRank != tc.error {
+			t.Errorf("%s: %q ranks as an error: %v, want %v", tc.name, got, !tc.error, tc.error)
+		}
 	}
 }
 

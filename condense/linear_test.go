@@ -80,13 +80,16 @@ func fitSummaryRule(text string, maxTokens int) string {
 			}
 			if rank == errorRank {
 				// An error line repeated step after step is kept once.
-				if seen[errorsOf(l)] {
+				if l = newErrors(l, seen); l == "" {
 					continue
 				}
-				seen[errorsOf(l)] = true
 			}
 			if len(l)+1 > room {
 				continue
+			}
+			if rank == errorRank {
+				markErrors(l, seen)
+				lines[i] = l
 			}
 			keep[i] = true
 			room -= len(l) + 1
@@ -116,6 +119,7 @@ func fitSummaryRule(text string, maxTokens int) string {
 func TestFitSummaryFollowsItsRule(t *testing.T) {
 	lines := []string{"- User: fix the build", "- System note: be brief", "    → bash: ok | (3 lines)",
 		"    → bash: FAIL | exit 1 | ! FAIL TestX (9 lines)", "    → bash: x | ! panic: boom | (2 lines)",
+		"    → bash: y | exit 1 | ! panic: boom | ! FAIL TestY | (4 lines)", "    → bash: z | exit 2 | (1 lines)",
 		"- Assistant: Reading the log.", "  - called bash(command=go test)", "[marker]", "", "  ", "- User: é" + strings.Repeat("x", 40)}
 	rng := rand.New(rand.NewSource(37))
 	for i := 0; i < 20000; i++ {
