@@ -101,19 +101,20 @@ func chooseLines(n int, ranks []int8, line func(int) string, room int) (keep []b
 				continue
 			}
 			l := line(i)
+			var errs []string
 			if rank == errorRank {
-				if l = newErrors(l, seen); l == "" {
+				if l, errs = newErrors(l, seen); l == "" {
 					continue
 				}
 			}
 			if len(l)+1 > room {
 				continue
 			}
-			if rank == errorRank {
-				markErrors(l, seen)
-				if l != line(i) {
-					shortened[i] = l
-				}
+			for _, e := range errs {
+				seen[e] = true
+			}
+			if l != line(i) {
+				shortened[i] = l
 			}
 			keep[i] = true
 			kept += len(l) + 1
@@ -155,19 +156,20 @@ func lineRank(l string) int {
 }
 
 // newErrors returns result line l without the error lines seen holds
-// ("! …" parts, and its line count), "" when none of its errors is new.
-func newErrors(l string, seen map[string]bool) string {
+// ("! …" parts, and its line count) and the error lines it adds (what
+// seen takes when l is kept); "" when none of its errors is new.
+func newErrors(l string, seen map[string]bool) (string, []string) {
 	head, rest, ok := strings.Cut(l, " | ! ")
 	if !ok {
 		// A failing exit status alone: the line is its error.
-		if seen[strings.TrimSpace(l)] {
-			return ""
+		if t := strings.TrimSpace(l); !seen[t] {
+			return l, []string{t}
 		}
-		return l
+		return "", nil
 	}
 	parts := strings.Split("! "+rest, " | ")
 	kept := parts[:0]
-	fresh := false
+	var fresh []string
 	for _, p := range parts {
 		switch {
 		case !strings.HasPrefix(p, "! "):
@@ -176,27 +178,13 @@ func newErrors(l string, seen map[string]bool) string {
 			}
 		case !seen[p]:
 			kept = append(kept, p)
-			fresh = true
+			fresh = append(fresh, p)
 		}
 	}
-	if !fresh {
-		return ""
+	if len(fresh) == 0 {
+		return "", nil
 	}
-	return head + " | " + strings.Join(kept, " | ")
-}
-
-// markErrors adds the error lines of result line l to seen.
-func markErrors(l string, seen map[string]bool) {
-	_, rest, ok := strings.Cut(l, " | ! ")
-	if !ok {
-		seen[strings.TrimSpace(l)] = true
-		return
-	}
-	for _, p := range strings.Split("! "+rest, " | ") {
-		if strings.HasPrefix(p, "! ") {
-			seen[p] = true
-		}
-	}
+	return head + " | " + strings.Join(kept, " | "), fresh
 }
 
 var (
@@ -289,12 +277,13 @@ func keyArgs(args string) string {
 	return strings.Join(out, " ")
 }
 
-// resultDigest reduces a tool result to its first line, its exit status
-// and its key lines (failing tests, assertions, compiler errors, panics,
-// error lines: the rules digests use, package logfacts) — none for a
-// file's content (file), whose lines are code even where they name an
-// error ("func f() error").
-func resultDigest(text string, file bool) string {
+// resultDigest reduces text, a result of call, to its first line, its
+// exit status and its key lines (failing tests, assertions, compiler
+// errors, panics, error lines: the rules digests use, package logfacts) —
+// none for a file's content (a read's output or a digest of one, as
+// selective's digests tell a file from a log), whose lines are code even
+// where they name an error ("func f() error").
+func resultDigest(call view.Call, text string) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	first := ""
 	for _, l := range lines {
@@ -303,10 +292,14 @@ func resultDigest(text string, file bool) string {
 			break
 		}
 	}
+	var file bool
 	if m := digestHeader.FindStringSubmatch(first); m != nil {
 		// A digest is named by its id (what recalls its original), not
 		// by its header: the room goes to its error lines.
 		first = "[digest " + m[3] + ", " + m[1] + " of " + m[2] + " lines]"
+		file = m[1] == selective.KindFile
+	} else {
+		file = selective.Classify(selective.Input{Tool: call.Name, Args: call.Args, Content: text}) == selective.KindFile
 	}
 	parts := []string{shorten(first, resultChars)}
 	if code := logfacts.Exit(text); code != "" {
@@ -325,16 +318,6 @@ func resultDigest(text string, file bool) string {
 	}
 	parts = append(parts, fmt.Sprintf("(%d lines)", len(lines)))
 	return strings.Join(parts, " | ")
-}
-
-// fileContent reports whether result text of call is a file's content,
-// as selective's digests tell it: a read's output, or a digest of one.
-func fileContent(call view.Call, text string) bool {
-	first, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	if m := digestHeader.FindStringSubmatch(strings.TrimSpace(first)); m != nil {
-		return m[1] == selective.KindFile
-	}
-	return selective.Classify(selective.Input{Tool: call.Name, Args: call.Args, Content: text}) == selective.KindFile
 }
 
 // fileLog collects the files a range of messages touched, most recent
@@ -569,7 +552,7 @@ func (c *conversation) note(from, to int, files *filesMemo) string {
 			total++
 		}
 		for _, r := range t.Results {
-			if lineRank("→ "+resultDigest(r.Text, fileContent(byID[r.CallID], r.Text))) == errorRank {
+			if lineRank("→ "+resultDigest(byID[r.CallID], r.Text)) == errorRank {
 				errs++
 			}
 		}
@@ -616,7 +599,7 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 		}
 		for _, r := range t.Results {
 			call := calls[r.CallID]
-			writeLine(&b, "    → ", call.Name, ": ", resultDigest(r.Text, fileContent(call, r.Text)))
+			writeLine(&b, "    → ", call.Name, ": ", resultDigest(call, r.Text))
 		}
 		switch t.Role {
 		case "user":

@@ -36,7 +36,7 @@ func TestResultDigest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := resultDigest(tc.in, fileContent(view.Call{Name: "bash"}, tc.in))
+			got := resultDigest(view.Call{Name: "bash"}, tc.in)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("digest %q lacks %q", got, w)
@@ -72,7 +72,7 @@ func TestResultDigestOfFiles(t *testing.T) {
 		{"a test run", view.Call{Name: "bash", Args: `{"command":"go test ./..."}`}, logs, true},
 		{"a result of an unknown call", view.Call{}, logs, true},
 	} {
-		got := resultDigest(tc.text, fileContent(tc.call, tc.text))
+		got := resultDigest(tc.call, tc.text)
 		if lineRank("→ "+got) == errorRank != tc.error {
 			t.Errorf("%s: %q ranks as an error: %v, want %v", tc.name, got, !tc.error, tc.error)
 		}

@@ -78,19 +78,20 @@ func fitSummaryRule(text string, maxTokens int) string {
 			if keep[i] || ranks[i] != rank {
 				continue
 			}
+			var errs []string
 			if rank == errorRank {
 				// An error line repeated step after step is kept once.
-				if l = newErrors(l, seen); l == "" {
+				if l, errs = newErrors(l, seen); l == "" {
 					continue
 				}
 			}
 			if len(l)+1 > room {
 				continue
 			}
-			if rank == errorRank {
-				markErrors(l, seen)
-				lines[i] = l
+			for _, e := range errs {
+				seen[e] = true
 			}
+			lines[i] = l
 			keep[i] = true
 			room -= len(l) + 1
 		}
