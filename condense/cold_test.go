@@ -219,9 +219,11 @@ func TestColdTurnStartsNoCut(t *testing.T) {
 // would move, and the warm requests after it keep that prefix.
 func TestColdTurnAutoFold(t *testing.T) {
 	req, turns := coldSession(t)
+	// An allowance that pays for the cut's LLM summaries too: auto prices
+	// the fold and the cut alike, and folds this conversation.
 	engine := func(now func() time.Time) *Engine {
 		return New(Deps{Counter: counter, Models: coldModels(), Cache: cache.NewMemory(256 << 20), Summarizer: &countingSummarizer{}, Now: now},
-			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, AutoLLMShare: 0.5})
+			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, AutoLLMShare: 10})
 	}
 	target := coldWindow / 2
 	clock := time.Unix(1_700_000_000, 0)

@@ -78,7 +78,7 @@ func cutChunks(grid []int, firstStep, keep, chunkTokens int) []chunk {
 // ones would cost more than auto's allowance: auto_llm_share of the
 // conversation's uncondensed bill so far, less what it spent already.
 func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report, chunks []chunk) {
-	if rq.extractiveSummaries || e.summaryModel(rq) == "extractive" || rq.req.CountOnly {
+	if rq.extractiveSummaries || e.summaryModel(rq) == "extractive" {
 		return
 	}
 	var billed, spent float64

@@ -56,14 +56,16 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 // dryRun condenses rq with condense as a counting request would — no
 // summarizer call (an extractive text stands in for a summary not written
 // yet), nothing kept — and returns the request it would forward and how many
-// summaries it would have had to write; ok is false when it would forward
-// nothing smaller than rq.
-func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, error)) (after *view.Request, misses int, ok bool) {
+// summaries it would ask the summarizer for: not those found cached, nor
+// those auto's allowance would write extractive (auto's cut reads the
+// conversation's allowance as its real run would); ok is false when it
+// would forward nothing smaller than rq.
+func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, error)) (after *view.Request, asks int, ok bool) {
 	dryReq := rq.req
 	dryReq.CountOnly = true
 	dry := &job{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, in: rq.in, conv: rq.conv,
 		overhead: rq.overhead, over: rq.over, frontier: -1, headHash: rq.headHash}
-	var r Report
+	r := Report{Conversation: conversationID(rq.in)}
 	out, err := condense(dry, &r)
 	if err != nil || out == nil {
 		return nil, 0, false
@@ -72,7 +74,7 @@ func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, err
 	if err != nil || after.Total >= rq.in.Total {
 		return nil, 0, false
 	}
-	return after, dry.misses, true
+	return after, dry.asks, true
 }
 
 // summariesPrice is what writing n summaries of chunks costs, in units of

@@ -569,8 +569,11 @@ type job struct {
 	conv                *conversation // in, parsed (condensing only)
 	overhead            int           // tokens outside the items
 	hits, misses, calls int
-	changes             []Change
-	degraded            []string // why summaries fell back, in order
+	// asks: the summaries a counting run stood in for that the real run
+	// would ask the summarizer for (what a dry run's plan must pay).
+	asks     int
+	changes  []Change
+	degraded []string // why summaries fell back, in order
 	// stop closes when the request's max_wait is over (nil: never, for
 	// background work).
 	stop <-chan struct{}

@@ -362,7 +362,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
 		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, record: rq.record, frontier: rq.frontier,
-		hits: rq.hits, misses: rq.misses, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
+		hits: rq.hits, misses: rq.misses, asks: rq.asks, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
 		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, notes: rq.notes, headHash: rq.headHash,
 		base: rq, patches: patches}
 }
@@ -371,7 +371,7 @@ func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
 // summaries it made.
 func (rq *job) adopt(sub *job) {
 	rq.changes, rq.decisions, rq.record = sub.changes, sub.decisions, sub.record
-	rq.hits, rq.misses, rq.calls, rq.spent = sub.hits, sub.misses, sub.calls, sub.spent
+	rq.hits, rq.misses, rq.asks, rq.calls, rq.spent = sub.hits, sub.misses, sub.asks, sub.calls, sub.spent
 	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
 }
 

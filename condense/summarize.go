@@ -143,6 +143,9 @@ func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level
 func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s, why string, ok bool) {
 	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
 	if rq.req.CountOnly || extractive || rq.extractiveSummaries || rq.notes {
+		if rq.req.CountOnly && !extractive && !rq.extractiveSummaries && !rq.notes {
+			rq.asks++
+		}
 		s := fallback()
 		if !rq.req.CountOnly || rq.req.observing && extractive {
 			e.setCache(ctx, key, []byte(s))
