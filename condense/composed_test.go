@@ -1,16 +1,15 @@
 package condense
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/internal/goldenview"
 	"github.com/condense-proxy/condense-proxy/selective"
 )
 
@@ -40,44 +39,23 @@ func twoStage(rep Report) []string {
 	return paths
 }
 
-// composedGolden compares lines, a record of what an engine forwarded,
-// with testdata/name (rewritten with -update-composed).
-func composedGolden(t *testing.T, name string, lines []string) {
-	t.Helper()
-	got := []byte(strings.Join(lines, "\n") + "\n")
-	path := filepath.Join("testdata", name)
-	if *updateComposed {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update-composed writes it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(g), len(w)) {
-			if g[i] != w[i] {
-				t.Fatalf("%s: line %d forwarded differently:\n got  %s\n want %s", name, i+1, g[i], w[i])
-			}
-		}
-		t.Fatalf("%s: %d lines, want %d", name, len(g), len(w))
-	}
-}
+// composedHeader opens testdata/composed.txt.
+const composedHeader = `What the engine forwards on the two-stage paths (TestTwoStageBodiesUnchanged, condense).
+A line: format mode window turn: applied tokens-after paths | hash of the body | its items.
+Format: docs/testing.md, Goldens. Rewritten by go test ./condense/ -run TestTwoStageBodiesUnchanged -update-composed`
 
 // TestTwoStageBodiesUnchanged replays growing chat completions and
 // Responses sessions through the two-stage paths — digests then the
 // window (selective and auto), the newest steps' outputs digested before
 // the window (truncate, full, and inside selective's window) — and
-// compares every forwarded body, byte for byte by its hash, with the
+// compares every forwarded body, byte for byte by its hash (and its items
+// and new texts, shown for a reviewer: internal/goldenview), with the
 // bodies the engine forwarded when it windowed a digested copy of the
 // request (testdata/composed.txt, recorded from that engine): the edits
 // composed into one splice of the body as received forward the very same
 // bytes. Every path is hit in every format.
 func TestTwoStageBodiesUnchanged(t *testing.T) {
-	var lines []string
+	book := goldenview.NewBook()
 	for _, f := range sessionForms(17, 260_000) {
 		hits := map[string]int{}
 		for _, o := range []struct {
@@ -103,8 +81,9 @@ func TestTwoStageBodiesUnchanged(t *testing.T) {
 				for _, p := range paths {
 					hits[p]++
 				}
-				lines = append(lines, fmt.Sprintf("%s %s %d %d: %x %s %d %s", f.name, o.mode, o.window, k,
-					sha256.Sum256(res.Body), res.Report.Applied, res.Report.TokensAfter, strings.Join(paths, ",")))
+				book.Add(fmt.Sprintf("%s %s %d %d: %s | %s", f.name, o.mode, o.window, k,
+					strings.Join(append([]string{res.Report.Applied, strconv.Itoa(res.Report.TokensAfter)}, paths...), " "),
+					book.Render(f.codec, b, res.Body)))
 			}
 		}
 		for _, p := range []string{"digests+window", "shrunk"} {
@@ -114,5 +93,6 @@ func TestTwoStageBodiesUnchanged(t *testing.T) {
 		}
 		t.Logf("%s: %v", f.name, hits)
 	}
-	composedGolden(t, "composed.txt", lines)
+	goldenview.Check(t, filepath.Join("testdata", "composed.txt"), book.Bytes(composedHeader), *updateComposed,
+		"go test ./condense/ -run TestTwoStageBodiesUnchanged -update-composed")
 }

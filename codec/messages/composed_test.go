@@ -1,21 +1,25 @@
 package messages
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/internal/goldenview"
 	"github.com/condense-proxy/condense-proxy/selective"
 )
 
 var updateComposed = flag.Bool("update-composed", false, "rewrite testdata/composed.txt from what the engine forwards now")
+
+// composedHeader opens testdata/composed.txt.
+const composedHeader = `What the engine forwards on the two-stage paths (TestTwoStageBodiesUnchanged, codec/messages).
+A line: thinking mode window messages: applied tokens-after headers paths | hash of the body | its items.
+Format: docs/testing.md, Goldens. Rewritten by go test ./codec/messages/ -run TestTwoStageBodiesUnchanged -update-composed`
 
 // twoStage names the two-stage paths a report shows: digests, then a
 // window over the digested conversation ("digests+window"), and the
@@ -45,10 +49,10 @@ func twoStage(rep condense.Report) []string {
 // every body forwarded through the two-stage paths — digests then the
 // window, the newest steps' outputs digested before the window — is the
 // body recorded in testdata/composed.txt from the engine that windowed a
-// digested copy of the request, byte for byte (by its hash), headers
-// included.
+// digested copy of the request, byte for byte (by its hash; its items and
+// new texts shown for a reviewer: internal/goldenview), headers included.
 func TestTwoStageBodiesUnchanged(t *testing.T) {
-	var lines []string
+	book := goldenview.NewBook()
 	hits := map[string]int{}
 	for _, thinking := range []bool{true, false} {
 		msgs := claudeSession(23, 80, thinking)
@@ -72,8 +76,9 @@ func TestTwoStageBodiesUnchanged(t *testing.T) {
 				for _, p := range paths {
 					hits[p]++
 				}
-				lines = append(lines, fmt.Sprintf("thinking=%v %s %d %d: %x %s %d %v %s", thinking, o.mode, o.window, k,
-					sha256.Sum256(res.Body), res.Report.Applied, res.Report.TokensAfter, res.Headers, strings.Join(paths, ",")))
+				book.Add(fmt.Sprintf("thinking=%v %s %d %d: %s | %s", thinking, o.mode, o.window, k,
+					strings.Join(append([]string{res.Report.Applied, strconv.Itoa(res.Report.TokensAfter), fmt.Sprint(res.Headers)}, paths...), " "),
+					book.Render(c, b, res.Body)))
 			}
 		}
 	}
@@ -83,28 +88,6 @@ func TestTwoStageBodiesUnchanged(t *testing.T) {
 		}
 	}
 	t.Logf("%v", hits)
-	got := []byte(strings.Join(lines, "\n") + "\n")
-	path := filepath.Join("testdata", "composed.txt")
-	if *updateComposed {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run TestTwoStageBodiesUnchanged -update-composed writes it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := range min(len(g), len(w)) {
-			if g[i] != w[i] {
-				t.Fatalf("line %d forwarded differently:\n got  %s\n want %s", i+1, g[i], w[i])
-			}
-		}
-		t.Fatalf("%d lines, want %d", len(g), len(w))
-	}
+	goldenview.Check(t, filepath.Join("testdata", "composed.txt"), book.Bytes(composedHeader), *updateComposed,
+		"go test ./codec/messages/ -run TestTwoStageBodiesUnchanged -update-composed")
 }
