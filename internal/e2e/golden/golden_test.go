@@ -1,8 +1,9 @@
 // Package golden_test pins what the proxy forwards: a few sessions of the
 // shared corpus are replayed turn by turn in every wire format (chat
 // completions, Anthropic Messages, OpenAI Responses) and mode (off, full
-// with the extractive summarizer, selective, auto), and the SHA-256 of
-// every body the upstream received is compared with testdata/forwarded.txt.
+// with the extractive summarizer, selective, auto), and every body the
+// upstream received is compared with testdata/forwarded.txt: its hash,
+// and, for a reviewer, its items and new texts (internal/goldenview).
 // A change of the engine that changes a forwarded byte fails here, request
 // by request; an intended one is recorded by refreshing the file
 //
@@ -12,10 +13,7 @@
 package golden_test
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -27,15 +25,33 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/messages"
+	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
+	"github.com/condense-proxy/condense-proxy/internal/goldenview"
 	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/testenv"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/forwarded.txt from what the proxy forwards now")
 
 const goldenFile = "testdata/forwarded.txt"
+
+// goldenHeaderText opens the golden file.
+const goldenHeaderText = `What the proxy forwards of corpus replays (TestForwardedBodies, internal/e2e/golden).
+A line: format/mode/session/turn: X-Condense-Applied | hash of the body | its items.
+Format: docs/testing.md, Goldens. Rewritten by go test ./internal/e2e/golden/ -run TestForwardedBodies -update`
+
+// codecs read the forwarded bodies, by format, for the golden file (their
+// own counter: the proxy's count cache stays the proxy's).
+var codecs = func() map[string]view.Codec {
+	c := tokenizer.New(tokenizer.Options{})
+	return map[string]view.Codec{"chat": chat.New(c), "messages": messages.New(c), "responses": responses.New(c)}
+}()
 
 // window is small enough that the sessions below condense on most turns.
 const window = 8000
@@ -105,24 +121,23 @@ func load(t *testing.T, dir string) []replayed {
 // goldenHeader names the request a forwarded body belongs to.
 const goldenHeader = "X-Golden-Request"
 
-// recorder keeps the SHA-256 of every body forwarded with goldenHeader
-// (summarizer calls carry none), then hands the request to next.
+// recorder keeps every body forwarded with goldenHeader (summarizer calls
+// carry none), then hands the request to next.
 type recorder struct {
-	next http.Handler
-	mu   sync.Mutex
-	sums map[string]string
+	next   http.Handler
+	mu     sync.Mutex
+	bodies map[string][]byte
+	twice  map[string]bool
 }
 
 func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(goldenHeader); id != "" {
 		body, _ := io.ReadAll(r.Body)
-		sum := sha256.Sum256(body)
 		rc.mu.Lock()
-		if _, dup := rc.sums[id]; dup {
-			rc.sums[id] = "forwarded twice"
-		} else {
-			rc.sums[id] = hex.EncodeToString(sum[:])
+		if _, dup := rc.bodies[id]; dup {
+			rc.twice[id] = true
 		}
+		rc.bodies[id] = body
 		rc.mu.Unlock()
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
@@ -132,59 +147,41 @@ func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestForwardedBodies replays the sessions in every format and mode, one
 // fresh proxy per replay, each request after the background work of the
 // one before has finished (so what is cached when a request arrives does
-// not depend on timing), and compares each forwarded body's SHA-256 and
-// X-Condense-Applied with the golden file.
+// not depend on timing), and compares each forwarded body (its hash, its
+// items, its new texts) and X-Condense-Applied with the golden file.
 func TestForwardedBodies(t *testing.T) {
 	dir := corpusDir(t)
+	book := goldenview.NewBook()
 	got := map[string]string{}
 	for _, rp := range load(t, dir) {
 		for _, mode := range modes {
-			replay(t, rp, mode, got)
+			replay(t, rp, mode, book, got)
 		}
 	}
-	if *update {
-		var b strings.Builder
-		b.WriteString("# format/mode/session/turn applied sha256 — written by TestForwardedBodies -update\n")
-		for _, k := range sortedKeys(got) {
-			fmt.Fprintf(&b, "%s %s\n", k, got[k])
-		}
-		if err := os.WriteFile(goldenFile, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %d forwarded bodies to %s", len(got), goldenFile)
-		return
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
 	}
-	want := readGolden(t)
-	for _, k := range sortedKeys(want) {
-		g, ok := got[k]
-		switch {
-		case !ok:
-			t.Errorf("%s: not replayed (golden %s)", k, want[k])
-		case g != want[k]:
-			t.Errorf("%s: forwarded %s, golden %s", k, g, want[k])
-		}
-	}
-	for _, k := range sortedKeys(got) {
-		if _, ok := want[k]; !ok {
-			t.Errorf("%s: replayed (%s) but not in the golden file", k, got[k])
-		}
-	}
+	sort.Strings(keys)
 	condensed := 0
-	for _, v := range got {
-		if !strings.HasPrefix(v, "none ") {
+	for _, k := range keys {
+		book.Add(k + ": " + got[k])
+		if !strings.Contains(got[k], "| = as received") {
 			condensed++
 		}
 	}
-	t.Logf("%d forwarded bodies compared, %d of them condensed", len(got), condensed)
+	goldenview.Check(t, goldenFile, book.Bytes(goldenHeaderText), *update,
+		"go test ./internal/e2e/golden/ -run TestForwardedBodies -update")
+	t.Logf("%d forwarded bodies compared, %d of them changed", len(got), condensed)
 }
 
 // replay sends rp's sampled turns in mode through a fresh proxy and adds
-// "applied sha256" per request to got.
-func replay(t *testing.T, rp replayed, mode string, got map[string]string) {
+// "applied | hash | items" per request to got.
+func replay(t *testing.T, rp replayed, mode string, book *goldenview.Book, got map[string]string) {
 	t.Helper()
 	st := harness.New(harness.Options{Window: window, Summarizer: "extractive"})
 	defer st.Close()
-	rec := &recorder{sums: map[string]string{},
+	rec := &recorder{bodies: map[string][]byte{}, twice: map[string]bool{},
 		next: fakeupstream.Mux(st.Fake, &fakeupstream.Messages{Counter: st.Counter}, &fakeupstream.Responses{Counter: st.Counter})}
 	st.SetUpstream(rec)
 	for k := 0; k < rp.turns; k++ {
@@ -196,66 +193,43 @@ func replay(t *testing.T, rp replayed, mode string, got map[string]string) {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("%s/%s/%s/%d", rp.format, mode, rp.name, k)
-		req, _ := http.NewRequest(http.MethodPost, st.Proxy.URL+rp.path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer sk-golden")
-		req.Header.Set("X-Condense-Mode", mode)
-		req.Header.Set(goldenHeader, id)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: status %d", id, resp.StatusCode)
-		}
+		applied := send(t, st.Proxy.URL+rp.path, id, mode, body)
 		st.Drain()
 		rec.mu.Lock()
-		sum, ok := rec.sums[id]
+		fwd, ok := rec.bodies[id]
+		twice := rec.twice[id]
 		rec.mu.Unlock()
-		if !ok {
+		switch {
+		case !ok:
 			t.Fatalf("%s: never reached the upstream", id)
+		case twice:
+			got[id] = applied + " | forwarded twice"
+		default:
+			got[id] = applied + " | " + book.Render(codecs[rp.format], body, fwd)
 		}
-		applied := resp.Header.Get("X-Condense-Applied")
-		if applied == "" {
-			applied = "-"
-		}
-		got[id] = applied + " " + sum
 	}
 }
 
-func readGolden(t *testing.T) map[string]string {
+// send posts body as request id in mode and returns the answer's
+// X-Condense-Applied ("-": none).
+func send(t *testing.T, url, id, mode string, body []byte) string {
 	t.Helper()
-	f, err := os.Open(goldenFile)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-golden")
+	req.Header.Set("X-Condense-Mode", mode)
+	req.Header.Set(goldenHeader, id)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%v (write it with -update)", err)
+		t.Fatalf("%s: %v", id, err)
 	}
-	defer f.Close()
-	want := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, " ")
-		if !ok {
-			t.Fatalf("%s: bad line %q", goldenFile, line)
-		}
-		want[k] = v
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("%s: status %d", id, resp.StatusCode)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+	if applied := resp.Header.Get("X-Condense-Applied"); applied != "" {
+		return applied
 	}
-	return want
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return "-"
 }
