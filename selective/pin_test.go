@@ -6,8 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
+	"github.com/condense-proxy/condense-proxy/internal/goldenview"
 	"github.com/condense-proxy/condense-proxy/selective"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -31,62 +34,104 @@ import (
 // truncation), on realistic sessions in the three wire formats: synthetic
 // sessions, hand-made bodies with the shapes digests must respect (text
 // parts, cache_control markers, images, null content, large arguments)
-// and, when ../shared/corpus is present, recorded sessions. Each case is
-// one SHA-256 in testdata/pinned.txt; -update rewrites the file. A
-// refactor of selective or of the codecs must leave every line as it is.
+// and, when ../shared/corpus is present, recorded sessions. Each request
+// is a line of testdata/pinned/<format>.txt (its hash, its items and new
+// texts: internal/goldenview), each case's originals one more; -update
+// rewrites the files. A refactor of selective or of the codecs must leave
+// every line as it is.
 func TestForwardedBytesPinned(t *testing.T) {
-	golden := filepath.Join("testdata", "pinned.txt")
-	want := map[string]string{}
-	if b, err := os.ReadFile(golden); err == nil {
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			if name, sum, ok := strings.Cut(l, " "); ok {
-				want[name] = sum
-			}
+	golden := map[string]*goldenview.Golden{}
+	books := map[string]*goldenview.Book{}
+	for _, f := range pinFormats {
+		g, err := goldenview.Read(pinnedFile(f))
+		if err != nil && !*selective.UpdateGolden {
+			t.Fatalf("%v (%s writes it)", err, pinnedRewrite)
+		} else if err != nil {
+			g = &goldenview.Golden{Texts: map[string]string{}}
 		}
+		golden[f], books[f] = g, goldenview.NewBook()
 	}
-	var mu sync.Mutex
-	got := map[string]string{}
+	got := map[string][]string{} // case → its lines
 	for _, s := range pinSessions(t) {
+		f, _, _ := strings.Cut(s.name, "/")
 		for _, v := range pinVariants {
 			name := s.name + "/" + v.name
 			t.Run(name, func(t *testing.T) {
-				sum, condensed := runPinned(t, s, v)
+				lines, condensed := runPinned(t, s, v, books[f])
+				got[name] = lines
 				if condensed == 0 {
 					t.Fatalf("no request was condensed: the case pins nothing")
 				}
-				mu.Lock()
-				got[name] = sum
-				mu.Unlock()
 				if *selective.UpdateGolden {
 					return
 				}
-				if w, ok := want[name]; !ok {
-					t.Errorf("no pinned sum (run with -update)")
-				} else if w != sum {
-					t.Errorf("forwarded bytes changed: sum %s, pinned %s", sum, w)
+				if d := goldenview.DiffLines(lines, golden[f].Select(name+" ")); d != "" {
+					t.Errorf("forwarded bytes changed: %s", d)
 				}
 			})
 		}
 	}
-	if *selective.UpdateGolden {
-		for name, sum := range want {
-			if _, ok := got[name]; !ok {
-				got[name] = sum // a corpus case skipped here stays pinned
-			}
-		}
-		names := make([]string, 0, len(got))
-		for n := range got {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		var b strings.Builder
-		for _, n := range names {
-			fmt.Fprintf(&b, "%s %s\n", n, got[n])
-		}
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
+	if t.Failed() {
+		return
+	}
+	for _, f := range pinFormats {
+		checkPinned(t, f, golden[f], books[f], got)
+	}
+}
+
+// checkPinned compares the file of format f with the cases of got in
+// that format, or rewrites it; a corpus case not replayed here stays as
+// pinned in golden, the file as it was.
+func checkPinned(t *testing.T, f string, golden *goldenview.Golden, book *goldenview.Book, got map[string][]string) {
+	t.Helper()
+	kept := map[string][]string{}
+	for _, l := range golden.Lines {
+		name := pinCase(l)
+		if _, ok := got[name]; !ok {
+			kept[name] = append(kept[name], l)
 		}
 	}
+	var names []string
+	for n := range got {
+		if strings.HasPrefix(n, f+"/") {
+			names = append(names, n)
+		}
+	}
+	names = append(names, slices.Collect(maps.Keys(kept))...)
+	slices.Sort(names)
+	for _, name := range names {
+		if ls, ok := got[name]; ok {
+			for _, l := range ls {
+				book.Add(l)
+			}
+		} else {
+			book.Keep(golden, kept[name])
+		}
+	}
+	goldenview.Check(t, pinnedFile(f), book.Bytes(pinnedHeader(f)), *selective.UpdateGolden, pinnedRewrite)
+}
+
+// pinFormats are the wire formats pinned, a file each.
+var pinFormats = []string{"chat", "messages", "responses"}
+
+const pinnedRewrite = "go test ./selective/ -run TestForwardedBytesPinned -update"
+
+func pinnedFile(f string) string { return filepath.Join("testdata", "pinned", f+".txt") }
+
+func pinnedHeader(f string) string {
+	return `What the engine forwards with selective digests, ` + f + ` requests (TestForwardedBytesPinned, selective).
+A line: session/variant request: applied | hash of the body | its items;
+then session/variant originals: how many originals were kept, their bytes | hash of them all.
+Format: docs/testing.md, Goldens. Rewritten by ` + pinnedRewrite
+}
+
+// pinCase returns the case a line of a pinned file is about.
+func pinCase(line string) string {
+	k := goldenview.Key(line)
+	if i := strings.LastIndexByte(k, ' '); i >= 0 {
+		return k[:i]
+	}
+	return k
 }
 
 var pinCounter = tokenizer.New(tokenizer.Options{})
@@ -115,9 +160,9 @@ var pinVariants = []pinVariant{
 }
 
 // runPinned sends s's requests, in order, through one engine and returns
-// the SHA-256 of every forwarded body and of the originals kept, and how
-// many requests were changed.
-func runPinned(t *testing.T, s pinSession, v pinVariant) (string, int) {
+// a line per forwarded body (rendered in book), one for the originals
+// kept, and how many requests were changed.
+func runPinned(t *testing.T, s pinSession, v pinVariant, book *goldenview.Book) ([]string, int) {
 	o := v.opts
 	o.SelectiveEnabled = true
 	o.Summarizer = "extractive"
@@ -137,7 +182,8 @@ func runPinned(t *testing.T, s pinSession, v pinVariant) (string, int) {
 		})
 	}
 	e := condense.New(deps, o)
-	h := sha256.New()
+	name := s.name + "/" + v.name
+	var lines []string
 	condensed := 0
 	var st [5]int
 	defer func() {
@@ -159,21 +205,24 @@ func runPinned(t *testing.T, s pinSession, v pinVariant) (string, int) {
 		if res.Report.Applied == condense.AppliedSelective {
 			st[4]++
 		}
-		fmt.Fprintf(h, "%d %d\n", i, len(res.Body))
-		h.Write(res.Body)
+		lines = append(lines, fmt.Sprintf("%s %d: %s | %s", name, i, res.Report.Applied, book.Render(s.codec, body, res.Body)))
 	}
-	orig.mu.Lock()
-	keys := make([]string, 0, len(orig.m))
-	for k := range orig.m {
-		keys = append(keys, k)
+	return append(lines, name+" originals: "+orig.summary()), condensed
+}
+
+// summary returns how many originals r keeps, their bytes, and the hash
+// of them all (keys and values).
+func (r *recorder) summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var all bytes.Buffer
+	size := 0
+	for _, k := range slices.Sorted(maps.Keys(r.m)) {
+		fmt.Fprintf(&all, "%s %d\n", k, len(r.m[k]))
+		all.Write(r.m[k])
+		size += len(r.m[k])
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(h, "%s %d\n", k, len(orig.m[k]))
-		h.Write(orig.m[k])
-	}
-	orig.mu.Unlock()
-	return fmt.Sprintf("%x", h.Sum(nil)), condensed
+	return fmt.Sprintf("%d kept, %d bytes | %s", len(r.m), size, goldenview.Sum(all.Bytes()))
 }
 
 // recorder is an originals store that keeps everything.
