@@ -50,28 +50,33 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 	switch {
 	case mode == ModeOff:
 		r.Reason = what + "; mode off"
+		r.Path = []string{PathAgentCompaction, PathModeOff}
 		return in, nil
 	case in.Untouchable != "":
 		r.Reason = what + "; " + in.Untouchable + "; forwarded unchanged"
+		r.Path = []string{PathAgentCompaction, PathUntouchable, PathForwardedUnchanged}
 		if overWindow {
-			addDegraded(r, what+" over the context window: "+in.Untouchable+"; forwarded unchanged")
+			addDegraded(r, DegradedCompactionKept, what+" over the context window: "+in.Untouchable+"; forwarded unchanged")
 		}
 		observe(mode, "agent_compaction", 0)
 		return in, nil
 	case !overWindow:
 		r.Reason = what + " within the context window; forwarded unchanged"
+		r.Path = []string{PathAgentCompaction, PathWithinWindow, PathForwardedUnchanged}
 		observe(mode, "agent_compaction", 0)
 		return in, nil
 	}
 	r.Reason = what + " over the context window"
+	r.Path = []string{PathAgentCompaction, PathOverWindow}
 	c, err := e.compact(ctx, rq, r)
 	var kept *keptError
 	if errors.As(err, &kept) {
 		r.Reason += "; " + kept.why + "; forwarded unchanged"
+		addPath(r, kept.step, PathForwardedUnchanged)
 		if kept.nothing {
-			addDegraded(r, what+" over the context window and nothing to digest or cut; forwarded unchanged")
+			addDegraded(r, DegradedCompactionKept, what+" over the context window and nothing to digest or cut; forwarded unchanged")
 		} else {
-			addDegraded(r, what+" over the context window; forwarded unchanged")
+			addDegraded(r, DegradedCompactionKept, what+" over the context window; forwarded unchanged")
 		}
 		observe(mode, kept.outcome, 0)
 		return in, nil
@@ -86,12 +91,12 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 }
 
 // keptError says why an agent compaction request over the window is
-// forwarded as received: why ends the report's Reason, outcome is
-// observed; nothing: there was no tool output to digest and no step to
-// cut.
+// forwarded as received: why ends the report's Reason (step its Path),
+// outcome is observed; nothing: there was no tool output to digest and
+// no step to cut.
 type keptError struct {
-	why, outcome string
-	nothing      bool
+	why, outcome, step string
+	nothing            bool
 }
 
 func (k *keptError) Error() string { return k.why }
@@ -115,7 +120,7 @@ type compacted struct {
 // request goes as received instead; any other error is the context's.
 func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, error) {
 	if err := e.parse(rq); err != nil {
-		return compacted{}, &keptError{why: err.Error(), outcome: "invalid"}
+		return compacted{}, &keptError{why: err.Error(), outcome: "invalid", step: PathInvalid}
 	}
 	r.Received = shapes(rq.in)
 	out, n, err := e.digestAll(ctx, rq, e.budgets(rq).window)
@@ -123,13 +128,13 @@ func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, er
 		if ctx.Err() != nil {
 			return compacted{}, ctx.Err()
 		}
-		return compacted{}, &keptError{why: err.Error(), outcome: "failed"}
+		return compacted{}, &keptError{why: err.Error(), outcome: "failed", step: PathFailed}
 	}
 	afterTokens := r.TokensBefore
 	if out != nil {
 		after, err := e.countOut(rq, out)
 		if err != nil {
-			return compacted{}, &keptError{why: "digested body did not re-count", outcome: "failed"}
+			return compacted{}, &keptError{why: "digested body did not re-count", outcome: "failed", step: PathFailed}
 		}
 		afterTokens = scale(after.Total, rq.limits.SafetyFactor)
 	}
@@ -144,7 +149,7 @@ func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, er
 		}
 	}
 	if out == nil {
-		return compacted{}, &keptError{why: "no tool output to digest and no step to cut", outcome: "unchanged", nothing: true}
+		return compacted{}, &keptError{why: "no tool output to digest and no step to cut", outcome: "unchanged", step: PathNothingCondensed, nothing: true}
 	}
 	return e.finishCompaction(rq, r, compacted{body: out, digested: n, cut: cut})
 }
@@ -154,16 +159,16 @@ func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, er
 func (e *Engine) finishCompaction(rq *job, r *Report, c compacted) (compacted, error) {
 	after, err := e.countOut(rq, c.body)
 	if err != nil {
-		return c, &keptError{why: "condensed body did not re-count", outcome: "failed"}
+		return c, &keptError{why: "condensed body did not re-count", outcome: "failed", step: PathFailed}
 	}
 	c.after, c.tokens = after, scale(after.Total, rq.limits.SafetyFactor)
 	if c.tokens >= r.TokensBefore {
-		return c, &keptError{why: "digests did not shrink the request", outcome: "unchanged"}
+		return c, &keptError{why: "digests did not shrink the request", outcome: "unchanged", step: PathNotShrunk}
 	}
 	if f, ok := rq.codec.(view.Finisher); ok {
 		body, hs, err := f.Finish(rq.in, c.body)
 		if err != nil {
-			return c, &keptError{why: err.Error(), outcome: "failed"}
+			return c, &keptError{why: err.Error(), outcome: "failed", step: PathFailed}
 		}
 		c.body, c.headers = body, hs
 	}
@@ -182,10 +187,12 @@ func reportCompaction(rq *job, r *Report, what string, c compacted) {
 	if c.tokens > r.Window {
 		why += "; still over the window"
 	}
-	addDegraded(r, why)
+	addDegraded(r, DegradedCompactionDigested, why)
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", c.digested)
+	addPath(r, PathDigests)
 	if c.cut {
 		r.Reason += "; the oldest steps cut"
+		addPath(r, PathCut)
 	}
 	r.TokensAfter = c.tokens
 	r.Changes = rq.changes

@@ -16,7 +16,10 @@ import (
 // Condense decides and, when needed, condenses req. It returns an error
 // only when ctx ends; any other failure yields the original body and a
 // report that says why.
-func (e *Engine) Condense(ctx context.Context, req Request) (Result, error) {
+func (e *Engine) Condense(ctx context.Context, req Request) (res Result, err error) {
+	if h := reportHook; h != nil {
+		defer func() { h(&res.Report) }()
+	}
 	start := e.now()
 	if req.Mode == ModeObserve && !req.CountOnly {
 		return e.observeRequest(ctx, req, start, false)
@@ -95,6 +98,7 @@ func (e *Engine) scanFor(req Request, r *Report) (*view.Request, ModelLimits, er
 	codec := req.Codec
 	if codec == nil {
 		r.Reason = "no codec for this request; forwarded unchanged"
+		r.Path = []string{PathNoCodec, PathForwardedUnchanged}
 		return nil, ModelLimits{}, nil
 	}
 	var lim ModelLimits
@@ -109,6 +113,7 @@ func (e *Engine) scanFor(req Request, r *Report) (*view.Request, ModelLimits, er
 	}
 	if errors.Is(err, view.ErrNotRequest) {
 		r.Reason = "not a " + codec.Format() + " request; forwarded unchanged"
+		r.Path = []string{PathNotRequest, PathForwardedUnchanged}
 		return nil, lim, nil
 	}
 	if err != nil {
@@ -144,6 +149,7 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 		// Forwarded as received (Condense runs the would-be request on
 		// the side; a count-only request counts what goes: this body).
 		r.Reason = "holdout arm (condense.holdout_share)"
+		r.Path = []string{PathHoldout}
 		r.AsReceived = true
 		return nil, mode, vr, nil
 	}
@@ -159,14 +165,19 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 		// (observe reaches here only counting: what is forwarded is the
 		// request as received)
 		r.Reason = "mode " + mode
+		r.Path = []string{PathModeOff}
+		if mode == ModeObserve {
+			r.Path = []string{PathObserve}
+		}
 		return nil, mode, vr, nil
 	}
 	tooMany := e.opts.MaxMessages > 0 && r.Messages > e.opts.MaxMessages
 	if vr.Untouchable != "" {
 		r.Reason = vr.Untouchable + "; forwarded unchanged"
+		r.Path = []string{PathUntouchable, PathForwardedUnchanged}
 		r.AsReceived = true
 		if over || tooMany || req.Force {
-			addDegraded(r, vr.Untouchable+"; not condensed")
+			addDegraded(r, DegradedUntouchable, vr.Untouchable+"; not condensed")
 		}
 		return nil, mode, vr, nil
 	}
@@ -174,6 +185,7 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 	rq.eager = !over && !tooMany && !req.Force
 	if rq.eager && !eager {
 		r.Reason = "under threshold"
+		r.Path = []string{PathUnderThreshold}
 		if !req.CountOnly && e.prepareAt(lim) < r.TokensBefore && mode == ModeFull {
 			e.prepare(rq, e.inPlaceOf(ctx, rq, rq.in, 0, 0))
 		}
@@ -193,27 +205,29 @@ func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, 
 	req := rq.req
 	switch {
 	case rq.eager:
-		r.Reason = "under threshold; eager digests"
+		r.Reason, r.Path = "under threshold; eager digests", []string{PathUnderThreshold, PathEagerDigests}
 	case rq.over:
-		r.Reason = "over threshold"
+		r.Reason, r.Path = "over threshold", []string{PathOverThreshold}
 	case tooMany:
-		r.Reason = "over max_messages"
+		r.Reason, r.Path = "over max_messages", []string{PathOverMaxMessages}
 	default:
-		r.Reason = "forced"
+		r.Reason, r.Path = "forced", []string{PathForced}
 	}
 	if rq.over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
 		rq.cold = true
 		r.Reason += coldReason
+		addPath(r, PathCold)
 	}
 	if err := e.parse(rq); err != nil {
 		r.Reason += "; " + err.Error() + "; forwarded unchanged"
+		addPath(r, PathInvalid, PathForwardedUnchanged)
 		r.AsReceived = true
 		observe(mode, "invalid", 0)
 		return mode, false
 	}
 	rq.inplace = e.inPlaceOf(ctx, rq, rq.in, 0, 0)
 	if mode == ModeSelective && !e.opts.SelectiveEnabled {
-		addDegraded(r, "selective condensing is disabled (selective.enabled=false); full condensing used")
+		addDegraded(r, DegradedSelectiveDisabled, "selective condensing is disabled (selective.enabled=false); full condensing used")
 		mode = ModeFull
 	}
 	if mode == ModeAuto && !e.opts.SelectiveEnabled {
@@ -224,6 +238,7 @@ func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, 
 		if why, ok := e.deferral(ctx, rq, mode); ok {
 			r.Deferred = why
 			r.Reason += "; deferred: " + why
+			addPath(r, PathDeferred)
 			r.AsReceived = true
 			observe(mode, "deferred", 0)
 			return mode, false
@@ -249,16 +264,17 @@ func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, o
 	wait, cancelWait := context.WithTimeout(context.WithoutCancel(ctx), e.opts.MaxWait)
 	defer cancelWait()
 	rq.stop = wait.Done()
-	before := r.Degraded
+	before, beforeKinds := r.Degraded, r.DegradedKinds
 	defer func() { r.Calls, r.SummarizerSpend = rq.calls, rq.spent }()
-	unchanged := func(outcome, why string) (*view.Request, error) {
+	unchanged := func(outcome, step, why string) (*view.Request, error) {
 		r.Applied, r.Changes, r.Forwarded, r.Summaries, r.Cache = AppliedNone, nil, nil, "", ""
 		r.SummariesCached, r.SummariesMade = 0, 0
-		r.Degraded = before
+		r.Degraded, r.DegradedKinds = before, beforeKinds
 		r.Reason += "; " + why + "; forwarded unchanged"
+		addPath(r, step, PathForwardedUnchanged)
 		r.AsReceived = true
 		if r.TokensBefore > r.Window {
-			addDegraded(r, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
+			addDegraded(r, DegradedTooLarge, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
 		}
 		observe(mode, outcome, 0)
 		return rq.in, nil
@@ -268,27 +284,28 @@ func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, o
 	case err != nil && ctx.Err() != nil:
 		return rq.in, ctx.Err()
 	case err != nil:
-		return unchanged("failed", err.Error())
+		return unchanged("failed", PathFailed, err.Error())
 	case out == nil && rq.eager:
 		// Nothing old enough to digest yet: an ordinary request under
 		// the threshold.
 		r.Reason, r.Received, r.Degraded = "under threshold", nil, before
+		r.Path, r.DegradedKinds = []string{PathUnderThreshold}, beforeKinds
 		return rq.in, nil
 	case out == nil:
-		return unchanged("unchanged", "nothing condensed")
+		return unchanged("unchanged", PathNothingCondensed, "nothing condensed")
 	}
 	after, err := e.countOut(rq, out)
 	if err != nil {
-		return unchanged("failed", "condensed body did not re-count")
+		return unchanged("failed", PathFailed, "condensed body did not re-count")
 	}
 	afterTokens := scale(after.Total, rq.limits.SafetyFactor)
 	if afterTokens >= r.TokensBefore {
-		return unchanged("unchanged", "condensing did not shrink the request")
+		return unchanged("unchanged", PathNotShrunk, "condensing did not shrink the request")
 	}
 	if f, ok := rq.codec.(view.Finisher); ok {
 		body, headers, err := f.Finish(rq.in, out)
 		if err != nil {
-			return unchanged("failed", err.Error())
+			return unchanged("failed", PathFailed, err.Error())
 		}
 		out, res.Headers = body, headers
 	}
@@ -431,6 +448,7 @@ func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report) (
 		// and the cut from here, as when its fold would move (cold.go).
 		*r, rq.changes, rq.degraded = saved, changes, degraded
 		r.Reason += autoSwitchReason
+		addPath(r, PathAutoSwitch)
 		e.takeCut(ctx, rq)
 		switched = true
 	}
@@ -445,7 +463,7 @@ func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report) (
 // and auto cuts it, with summaries of what the cut omits (sticky: the
 // conversation already takes the cut).
 func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budgets, r *Report, sticky bool) ([]byte, error) {
-	reason := r.Reason
+	reason, path := r.Reason, r.Path
 	// (the conversation's first condensation over the threshold: its
 	// digest frontier is not placed yet)
 	_, condensed := e.decided(ctx, rq, decisionFrontierFirst)
@@ -463,16 +481,18 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 		// are not forwarded — unless another replica's fold of it ends
 		// elsewhere already, and the conversation takes them and the cut
 		// from here.
-		digests, digestReason := rq.changes, r.Reason
-		rq.changes, r.Reason, r.Applied = nil, reason, ""
+		digests, digestReason, digestPath := rq.changes, r.Reason, r.Path
+		rq.changes, r.Reason, r.Path, r.Applied = nil, reason, path, ""
 		folded, switched, err := e.foldOnce(ctx, rq, b, r)
 		if !switched {
 			return folded, err
 		}
-		rq.changes, r.Reason, sticky = digests, digestReason+autoSwitchReason, true
+		rq.changes, r.Reason, r.Path, sticky = digests, digestReason+autoSwitchReason, digestPath, true
+		addPath(r, PathAutoSwitch)
 	}
 	if windowNow && !sticky {
 		r.Reason += windowNowReason
+		addPath(r, PathWindowNow)
 		fits = false
 	}
 	if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
@@ -493,6 +513,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 	if !sticky {
 		if !windowNow {
 			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
+			addPath(r, PathCut)
 		}
 		e.takeCut(ctx, rq)
 	}
@@ -525,9 +546,9 @@ func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Repo
 	}
 	switch {
 	case w != nil && windowNow:
-		addDegraded(r, "sliding window used on the digests' first bust: the digests alone would not pay for it before the window had to come")
+		addDegraded(r, DegradedWindow, "sliding window used on the digests' first bust: the digests alone would not pay for it before the window had to come")
 	case w != nil:
-		addDegraded(r, "selective condensing was not enough; sliding window used")
+		addDegraded(r, DegradedWindow, "selective condensing was not enough; sliding window used")
 	}
 	return w, err
 }
@@ -546,11 +567,13 @@ func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report) (o
 	if !errors.Is(err, errFoldMoves) {
 		if err == nil {
 			r.Reason += autoFoldsReason
+			addPath(r, PathAutoFolds)
 		}
 		return out, false, err
 	}
 	rq.changes, r.Applied = nil, ""
 	r.Reason += autoSwitchReason
+	addPath(r, PathAutoSwitch)
 	e.takeCut(ctx, rq)
 	return nil, true, nil
 }
@@ -562,7 +585,7 @@ func (e *Engine) fullOrWindow(ctx context.Context, rq *job, b budgets, r *Report
 	if err != nil || out != nil {
 		return out, err
 	}
-	addDegraded(r, "full condensing could not reach the target; sliding window used")
+	addDegraded(r, DegradedWindow, "full condensing could not reach the target; sliding window used")
 	return e.truncate(ctx, rq, b, r)
 }
 

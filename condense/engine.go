@@ -337,6 +337,11 @@ type Report struct {
 	Calls        int    // summarizer calls made for this request
 	Duration     time.Duration
 
+	// Path is what Reason tells, as data: the decisions the request took,
+	// in order (Path* steps: kinds.go). DegradedKinds is what Degraded
+	// tells: the fallbacks used (Degraded* kinds), one for each.
+	Path, DegradedKinds []string
+
 	// SummariesCached are the summaries of the request read from the
 	// summary cache; SummariesMade those it made (by the summarizer, a
 	// Call, or extractive).
@@ -573,7 +578,7 @@ type job struct {
 	// would ask the summarizer for (what a dry run's plan must pay).
 	asks     int
 	changes  []Change
-	degraded []string // why summaries fell back, in order
+	degraded []degradation // why summaries fell back, in order
 	// stop closes when the request's max_wait is over (nil: never, for
 	// background work).
 	stop <-chan struct{}

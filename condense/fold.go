@@ -33,6 +33,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 	}
 	if len(p.folded) == 0 {
 		r.Reason += "; no complete chunk to summarize"
+		addPath(r, PathNoChunk)
 		return nil, nil
 	}
 	items, err := e.summarizeChunks(ctx, rq, p.folded)
@@ -69,7 +70,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		// Nothing is prepared for a plan the budget could not pay for:
 		// no request spends more than its budget, in the foreground or
 		// behind it.
-		addDegraded(r, rq.noCalls)
+		addDegraded(r, DegradedCallBudget, rq.noCalls)
 		return out, nil
 	}
 	e.prepareNextFold(ctx, rq, b, p, rc, rest, windowed)
@@ -118,14 +119,16 @@ func (e *Engine) windowAfterFold(ctx context.Context, rq *job, b budgets, r *Rep
 	out, err := e.window(ctx, rq, b, r, [][]byte{summaryMsg}, foldEnd)
 	if err != nil || out == nil {
 		r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", tokens, b.target)
+		addPath(r, PathSummariesOverTarget)
 		return nil, err
 	}
 	if rq.cutSummarized {
 		// Stand-ins of the omitted steps in place of a marker: a
 		// cheaper form, not less than promised.
 		r.Reason += "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place"
+		addPath(r, PathRecentStepsCut)
 	} else {
-		addDegraded(r, "recent steps over budget; older verbatim steps after the summary omitted")
+		addDegraded(r, DegradedRecentOverBudget, "recent steps over budget; older verbatim steps after the summary omitted")
 	}
 	return out, nil
 }

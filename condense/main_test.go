@@ -1,6 +1,7 @@
 package condense
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -8,5 +9,17 @@ import (
 )
 
 // TestMain checks every request the engine derives from an edit, in every
-// test of the package, against a scan of the same body.
-func TestMain(m *testing.M) { os.Exit(derivecheck.Main(m, VerifyDerived)) }
+// test of the package, against a scan of the same body; and every report
+// Condense returns against the vocabularies of its Path and DegradedKinds
+// (kinds_test.go).
+func TestMain(m *testing.M) {
+	reportHook = recordKinds
+	code := derivecheck.Main(m, VerifyDerived)
+	if n, first := kindFailures(); n > 0 {
+		fmt.Fprintf(os.Stderr, "kinds: %d reports whose Path or DegradedKinds do not tell what their prose does; the first: %v\n", n, first)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}

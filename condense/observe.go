@@ -42,10 +42,13 @@ func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Tim
 	r.Applied, r.TokensAfter = AppliedObserve, r.TokensBefore
 	if holdout {
 		r.Reason = "holdout arm (condense.holdout_share): forwarded as received; " + would.Mode + " would have: " + r.Reason
+		r.Path = append([]string{PathHoldout}, r.Path...)
 	} else {
 		r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+		r.Path = append([]string{PathObserve}, r.Path...)
 	}
 	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
+	r.DegradedKinds = nil
 	r.SummariesCached, r.SummariesMade = 0, 0
 	e.bill(ctx, req.Scope, r, in)
 	cur := summarizeForPrefix(wfwd)

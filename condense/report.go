@@ -1,6 +1,9 @@
 package condense
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Change is one thing condensing replaced in a request, for the live page
 // and the originals endpoint: a summary, a digest or a window marker.
@@ -39,11 +42,15 @@ type ItemShape struct {
 	Tokens int    `json:"tokens"`
 }
 
-// addDegraded appends a fallback's reason to the report.
-func addDegraded(r *Report, why string) {
+// addDegraded appends a fallback's reason to the report, and its kind
+// (Degraded*) to DegradedKinds.
+func addDegraded(r *Report, kind, why string) {
 	if r.Degraded == "" {
 		r.Degraded = why
 	} else if !strings.Contains(r.Degraded, why) {
 		r.Degraded += "; " + why
+	}
+	if !slices.Contains(r.DegradedKinds, kind) {
+		r.DegradedKinds = append(slices.Clip(r.DegradedKinds), kind)
 	}
 }

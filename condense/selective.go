@@ -75,8 +75,10 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 	}
 	limit := b.limit
 	r.Reason += fmt.Sprintf("; %d tool outputs digested", res.Digested)
+	addPath(r, PathDigests)
 	if res.Cleared > 0 {
 		r.Reason += fmt.Sprintf(", %d tool inputs shortened", res.Cleared)
+		addPath(r, PathInputsShortened)
 	}
 	if after.Total <= limit {
 		r.Applied = AppliedSelective
@@ -396,8 +398,8 @@ func (e *Engine) digestWithLLM(ctx context.Context, rq *job, in selective.Input)
 	if rq.waitOver() {
 		return "", errStoppedWaiting
 	}
-	if why := e.spendable(rq); why != "" {
-		return "", errors.New(why)
+	if d := e.spendable(rq); d.why != "" {
+		return "", errors.New(d.why)
 	}
 	text := cutMiddle(in.Content, e.opts.DigestInputBytes)
 	key := "digllm:" + rq.req.Scope + ":" + model + ":" + e.digestHash + ":" + in.Key

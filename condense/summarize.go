@@ -83,14 +83,14 @@ func UserPrompt(in SummaryInput) string {
 // span, for a level-1 summary, is the items [from, to) of the conversation
 // as received it summarizes (it may be asked in place: inplace.go).
 func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, contentHash, prevHash, previous string,
-	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded string, err error) {
+	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded degradation, err error) {
 	if decorate == nil {
 		decorate = func(s string) string { return s }
 	}
 	model := e.summaryModel(rq)
 	key := summaryKey(rq.req.Scope, model, e.promptHash, level, contentHash, prevHash)
 	if s, ok := e.cachedSummary(ctx, rq, model, level, contentHash, prevHash); ok {
-		return s, true, "", nil
+		return s, true, degradation{}, nil
 	}
 	rq.misses++
 	if s, why, ok := e.withoutCall(ctx, rq, model, key, func() string { return decorate(fallback()) }); ok {
@@ -102,11 +102,11 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 	})
 	s, callErr := e.askSummary(ctx, rq, key, span, in, decorate)
 	if callErr == nil {
-		return s, false, "", nil
+		return s, false, degradation{}, nil
 	}
 	why, err := e.summaryFailure(ctx, rq, level, callErr)
 	if err != nil {
-		return "", false, "", err
+		return "", false, degradation{}, err
 	}
 	return decorate(fallback()), false, why, nil
 }
@@ -140,7 +140,7 @@ func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level
 // text is the summary, and observe mode keeps it (in its caller's scope)
 // as auto would, so a later cut that reuses a fold's summaries finds
 // them, as auto's does.
-func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s, why string, ok bool) {
+func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s string, why degradation, ok bool) {
 	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
 	if rq.req.CountOnly || extractive || rq.extractiveSummaries || rq.notes {
 		if rq.req.CountOnly && !extractive && !rq.extractiveSummaries && !rq.notes {
@@ -150,18 +150,18 @@ func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fa
 		if !rq.req.CountOnly || rq.req.observing && extractive {
 			e.setCache(ctx, key, []byte(s))
 		}
-		return s, "", true
+		return s, degradation{}, true
 	}
 	switch {
 	case e.suspended(ctx, rq, model):
-		why = "summarizer recently failing; extractive used"
+		why = degradation{DegradedSummarizerSuspended, "summarizer recently failing; extractive used"}
 	case rq.waitOver():
 		why = maxWaitDegraded(e.opts.MaxWait)
 	default:
 		why = e.spendable(rq)
 	}
-	if why == "" {
-		return "", "", false
+	if why.why == "" {
+		return "", degradation{}, false
 	}
 	return fallback(), why, true
 }
@@ -191,33 +191,33 @@ func (e *Engine) askSummary(ctx context.Context, rq *job, key string, span [2]in
 // summaryFailure says why a summary falls back to the extractive one after
 // its call failed (err), or returns the context's error when the request
 // ended.
-func (e *Engine) summaryFailure(ctx context.Context, rq *job, level int, err error) (string, error) {
+func (e *Engine) summaryFailure(ctx context.Context, rq *job, level int, err error) (degradation, error) {
 	if ctx.Err() != nil {
-		return "", ctx.Err()
+		return degradation{}, ctx.Err()
 	}
 	if errors.Is(err, errStoppedWaiting) {
 		return maxWaitDegraded(e.opts.MaxWait), nil
 	}
 	if errors.Is(err, errNoSlot) {
-		return "summarizer busy; extractive used", nil
+		return degradation{DegradedBusy, "summarizer busy; extractive used"}, nil
 	}
 	// The upstream's error text may echo the key it was sent.
 	why := redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...)
 	e.log.Warn("summarizer failed; using the extractive summary", "summary_level", level, "err", why)
-	return "summarizer failed: " + shorten(why, 80), nil
+	return degradation{DegradedSummarizerFailed, "summarizer failed: " + shorten(why, 80)}, nil
 }
 
 // spendable says why this request may not call the summarizer again
 // ("" when it may): it spent its budget of calls (max_summarizer_calls),
 // or its plan was found to need more than that before any was made.
-func (e *Engine) spendable(rq *job) string {
+func (e *Engine) spendable(rq *job) degradation {
 	if rq.noCalls != "" {
-		return rq.noCalls
+		return degradation{DegradedCallBudget, rq.noCalls}
 	}
 	if rq.calls >= e.opts.MaxSummarizerCalls {
-		return fmt.Sprintf("summarizer call budget reached (condense.max_summarizer_calls: %d per request); extractive summaries used for the rest", e.opts.MaxSummarizerCalls)
+		return degradation{DegradedCallBudget, fmt.Sprintf("summarizer call budget reached (condense.max_summarizer_calls: %d per request); extractive summaries used for the rest", e.opts.MaxSummarizerCalls)}
 	}
-	return ""
+	return degradation{}
 }
 
 // fitSummaryInput shapes one summarizer call to the summary model's
@@ -271,8 +271,8 @@ func cutMiddle(s string, keep int) string {
 	return s[:head] + marker + s[tail:]
 }
 
-func maxWaitDegraded(d time.Duration) string {
-	return fmt.Sprintf("condense.max_wait (%s) reached; extractive summaries used where the summarizer had not answered", d)
+func maxWaitDegraded(d time.Duration) degradation {
+	return degradation{DegradedMaxWait, fmt.Sprintf("condense.max_wait (%s) reached; extractive summaries used where the summarizer had not answered", d)}
 }
 
 // shared runs one summarizer call for key, shared by every request that
@@ -627,10 +627,10 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 // keepSummary returns it with its text (cached: read from the cache;
 // degraded: why it fell back, kept with the job's), keeps the originals
 // of a new one, and hands it to the memory.
-func (e *Engine) keepSummary(ctx context.Context, rq *job, it summaryItem, text string, cached bool, degraded string) summaryItem {
+func (e *Engine) keepSummary(ctx context.Context, rq *job, it summaryItem, text string, cached bool, degraded degradation) summaryItem {
 	it.text, it.cached = text, cached
 	it.tokens = e.counter.Text(rq.limits.Encoding, text)
-	if degraded != "" {
+	if degraded.why != "" {
 		rq.degraded = append(rq.degraded, degraded)
 	}
 	if !cached {
@@ -771,7 +771,7 @@ func (rq *job) reportSummaries(r *Report, levels map[int]int) {
 	r.Summaries = formatLevels(levels)
 	r.Cache, r.SummariesCached, r.SummariesMade = cacheState(rq.hits, rq.misses), rq.hits, rq.misses
 	if len(rq.degraded) > 0 {
-		addDegraded(r, rq.degraded[0])
+		addDegraded(r, rq.degraded[0].kind, rq.degraded[0].why)
 	}
 }
 

@@ -399,7 +399,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	rq.adopt(sub)
 	rq.degraded = sub.degraded
 	rq.countedOut, rq.out = sub.countedOut, sub.out
-	addDegraded(r, fmt.Sprintf("newest steps over budget; %d of their tool outputs digested", res.Digested))
+	addDegraded(r, DegradedNewestOverBudget, fmt.Sprintf("newest steps over budget; %d of their tool outputs digested", res.Digested))
 	return out, nil
 }
 
@@ -408,13 +408,14 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 func (e *Engine) truncate(ctx context.Context, rq *job, b budgets, r *Report) ([]byte, error) {
 	out, err := e.window(ctx, rq, b, r, nil, 0)
 	if errors.Is(err, errTooLarge) {
-		addDegraded(r, "request too large to condense: "+errTooLarge.Error())
+		addDegraded(r, DegradedTooLarge, "request too large to condense: "+errTooLarge.Error())
 	}
 	if err != nil {
 		return nil, err
 	}
 	if out == nil {
 		r.Reason += "; every step is needed verbatim"
+		addPath(r, PathAllVerbatim)
 		return nil, nil
 	}
 	r.Applied = AppliedTruncate
