@@ -199,12 +199,12 @@ func TestAutoFoldsOnce(t *testing.T) {
 		r := res.Report
 		foreground += r.Calls
 		switch {
-		case strings.Contains(r.Reason, autoSwitchReason):
+		case r.Took(PathAutoSwitch):
 			if switched >= 0 {
 				t.Errorf("request of %d steps switched again (first at %d)", n, switched)
 			}
 			switched = n
-		case strings.Contains(r.Reason, autoFoldsReason):
+		case r.Took(PathAutoFolds):
 			if switched >= 0 {
 				t.Errorf("request of %d steps folded after the switch at %d steps (%s)", n, switched, r.Reason)
 			}
@@ -267,7 +267,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.Report.Reason, autoFoldsReason) {
+	if !r.Report.Took(PathAutoFolds) {
 		t.Fatalf("the conversation does not fold (%s): the test tests nothing", r.Report.Reason)
 	}
 	key := seen.recordKey()
@@ -282,7 +282,7 @@ func TestAutoFoldsOnceAfterAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	validate(t, res.Body)
-	if rep := res.Report; rep.Applied == AppliedNone || !strings.Contains(rep.Reason, autoSwitchReason) || rep.TokensAfter > int(0.8*float64(window)) {
+	if rep := res.Report; rep.Applied == AppliedNone || !rep.Took(PathAutoSwitch) || rep.TokensAfter > int(0.8*float64(window)) {
 		t.Errorf("applied %s, %d → %d tokens (%s): want the digests and the cut under the threshold", rep.Applied, rep.TokensBefore, rep.TokensAfter, rep.Reason)
 	}
 }
@@ -358,9 +358,9 @@ func TestWindowOnTheDigestsBust(t *testing.T) {
 				if n == 40 {
 					// auto: the cut on the digests' bust, or the fold when
 					// that is cheaper still — never the digests alone.
-					windowed := r.Applied == AppliedTruncate && strings.Contains(r.Reason, windowNowReason)
+					windowed := r.Applied == AppliedTruncate && r.Took(PathWindowNow)
 					if mode == ModeAuto {
-						windowed = r.Applied == AppliedFull && (strings.Contains(r.Reason, windowNowReason) || strings.Contains(r.Reason, autoFoldsReason))
+						windowed = r.Applied == AppliedFull && (r.Took(PathWindowNow) || r.Took(PathAutoFolds))
 					}
 					if !windowed {
 						t.Fatalf("first condensation: applied %s (%s), want the window on the digests' bust", r.Applied, r.Reason)
@@ -441,7 +441,7 @@ func TestAutoCutStaysWhileItsNoteFits(t *testing.T) {
 		// The cut (not auto's fold, whose plan may lower its limit)
 		// moved: kept, the request would have been over the limit (a few
 		// tokens' leeway for counting the request in parts).
-		cut := prev.Applied == AppliedFull && !strings.Contains(prev.Reason, autoFoldsReason)
+		cut := prev.Applied == AppliedFull && !prev.Took(PathAutoFolds)
 		if cut && r.PrefixReused < prev.TokensAfter {
 			moves++
 			if held := prev.TokensAfter + r.TokensBefore - prev.TokensBefore; held < limit-20 {
@@ -484,8 +484,8 @@ func TestAutoCutSummarizesWhenTheNewestStepsShrink(t *testing.T) {
 	}
 	validate(t, res.Body)
 	r := res.Report
-	if !strings.Contains(r.Degraded, "newest steps over budget") {
-		t.Fatalf("the newest steps were not digested (%s; %v): the test's premise does not hold", r.Reason, r.Degraded)
+	if !r.DegradedBy(DegradedNewestOverBudget) {
+		t.Fatalf("the newest steps were not digested (%s; %v): the test's premise does not hold", r.Reason, r.DegradedKinds)
 	}
 	if r.Applied != AppliedFull || r.Summaries == "" || !strings.Contains(string(res.Body), "conversation-summary") {
 		t.Errorf("applied %s, summaries %q: auto's cut forwarded without its summaries (%s)", r.Applied, r.Summaries, r.Reason)
@@ -519,7 +519,7 @@ func TestSelectiveWindowKeepsTheFacts(t *testing.T) {
 	}
 	validate(t, res.Body)
 	r := res.Report
-	if r.Applied != AppliedTruncate || r.Degraded == "" || r.Calls != 0 {
+	if r.Applied != AppliedTruncate || !r.DegradedBy(DegradedWindow) || r.Calls != 0 {
 		t.Fatalf("applied %s, degraded %q, %d summarizer calls: want selective's window, said, with no call", r.Applied, r.Degraded, r.Calls)
 	}
 	omitted := 0

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -232,7 +231,7 @@ func TestColdTurnAutoFold(t *testing.T) {
 	warm := coldRun(t, "s", ModeAuto, req, turns, nil, func(int) *Engine { return ref }, &clock, nil)
 	under, over := -1, -1
 	for k, r := range warm {
-		if !strings.Contains(r.Report.Reason, autoFoldsReason) || k+4 >= len(warm) {
+		if !r.Report.Took(PathAutoFolds) || k+4 >= len(warm) {
 			continue
 		}
 		if r.Report.TokensAfter <= target && under < 0 {
@@ -252,7 +251,7 @@ func TestColdTurnAutoFold(t *testing.T) {
 		t.Fatalf("request %d, folded within the target after a gap: cold %v, forwarded other bytes than without the gap (%q)", under, r.Cold, r.Reason)
 	}
 	c := got[over].Report
-	if !c.Cold || !strings.Contains(c.Reason, autoSwitchReason) || c.TokensAfter > target {
+	if !c.Cold || !c.Took(PathAutoSwitch) || c.TokensAfter > target {
 		t.Fatalf("request %d, folded over the target after a gap: cold %v, %d tokens forwarded (target %d, without the gap %d); %q",
 			over, c.Cold, c.TokensAfter, target, warm[over].Report.TokensAfter, c.Reason)
 	}

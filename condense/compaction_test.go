@@ -111,8 +111,8 @@ func TestAgentCompactionOverTheWindowFits(t *testing.T) {
 			if !bytes.Contains(res.Body, []byte(prompt)) {
 				t.Error("the compaction instruction is not forwarded")
 			}
-			if r.Degraded == "" {
-				t.Error("the report does not say the compaction request was cut")
+			if !r.DegradedBy(DegradedCompactionDigested) || !r.Took(PathCut) {
+				t.Errorf("the report does not say the compaction request was cut: path %v, degraded %v", r.Path, r.DegradedKinds)
 			}
 			switch f.name {
 			case "chat":

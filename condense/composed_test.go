@@ -33,7 +33,7 @@ func twoStage(rep Report) []string {
 	if digest && window && rep.Applied != AppliedSelective {
 		paths = append(paths, "digests+window")
 	}
-	if strings.Contains(rep.Degraded, "newest steps over budget") {
+	if rep.DegradedBy(DegradedNewestOverBudget) {
 		paths = append(paths, "shrunk")
 	}
 	return paths

@@ -230,7 +230,7 @@ func TestTooLargeForwardedUnchanged(t *testing.T) {
 	b := body(t, msgs)
 	e := newEngine(8000, nil, Options{})
 	res, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b})
-	if res.Report.Applied != AppliedNone || string(res.Body) != string(b) || res.Report.Degraded == "" {
+	if res.Report.Applied != AppliedNone || string(res.Body) != string(b) || !res.Report.DegradedBy(DegradedTooLarge) {
 		t.Fatalf("report %+v", res.Report)
 	}
 }
@@ -274,7 +274,7 @@ func TestSummarizerFailuresFallBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Report.Applied == AppliedNone || res.Report.Degraded == "" {
+			if res.Report.Applied == AppliedNone || !res.Report.DegradedBy(DegradedSummarizerFailed) {
 				t.Fatalf("report %+v", res.Report)
 			}
 			validate(t, res.Body)
@@ -444,12 +444,12 @@ func TestBackOffIsPerCallerAndModel(t *testing.T) {
 	e := newEngine(32000, sum, Options{ChunkTokens: 4000, NegativeTTL: time.Hour})
 	b := body(t, session(8, 120))
 	bad, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
-	if !strings.Contains(bad.Report.Degraded, "summarizer failed") {
+	if !bad.Report.DegradedBy(DegradedSummarizerFailed) {
 		t.Fatalf("bad key: %+v", bad.Report)
 	}
 	before := calls.Load()
 	again, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}})
-	if calls.Load() != before || !strings.Contains(again.Report.Degraded, "recently failing") {
+	if calls.Load() != before || !again.Report.DegradedBy(DegradedSummarizerSuspended) {
 		t.Fatalf("the failing caller was not backed off: %d more calls, %+v", calls.Load()-before, again.Report)
 	}
 	good, _ := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Scope: "good", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer good"}}})
@@ -468,8 +468,8 @@ func TestSlotWaitIsNotAFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.Report.Degraded, "busy") {
-		t.Fatalf("degraded %q, want the summarizer busy", res.Report.Degraded)
+	if !res.Report.DegradedBy(DegradedBusy) {
+		t.Fatalf("degraded %v (%q), want the summarizer busy", res.Report.DegradedKinds, res.Report.Degraded)
 	}
 	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
 		t.Fatal("waiting for a slot counted as a summarizer failure")
@@ -488,7 +488,7 @@ func TestMaxWaitGoesOnWithWhatIsReady(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Report.Applied != AppliedFull || !strings.Contains(res.Report.Degraded, "max_wait") {
+	if res.Report.Applied != AppliedFull || !res.Report.DegradedBy(DegradedMaxWait) {
 		t.Fatalf("report %+v, want full condensing degraded by max_wait", res.Report)
 	}
 	validate(t, res.Body)
@@ -841,8 +841,8 @@ func TestNewestStepIsNeverDropped(t *testing.T) {
 				if digests == 0 {
 					t.Error("no digest reported in the changes")
 				}
-				if !strings.Contains(r.Degraded, "newest steps") {
-					t.Errorf("degraded %q does not say the newest steps were shrunk", r.Degraded)
+				if !r.DegradedBy(DegradedNewestOverBudget) {
+					t.Errorf("degraded %v (%q) does not say the newest steps were shrunk", r.DegradedKinds, r.Degraded)
 				}
 			})
 		}
@@ -860,7 +860,7 @@ func TestNewestStepThatCannotFitIsForwarded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Report.Applied != AppliedNone || !bytes.Equal(res.Body, b) || !strings.Contains(res.Report.Degraded, "too large") {
+	if res.Report.Applied != AppliedNone || !bytes.Equal(res.Body, b) || !res.Report.DegradedBy(DegradedTooLarge) {
 		t.Fatalf("an excluded output that cannot fit: %+v", res.Report)
 	}
 }
@@ -1053,12 +1053,12 @@ func TestBackOffSharedByReplicas(t *testing.T) {
 	a, b := mk(), mk()
 	body := body(t, session(8, 120))
 	req := Request{Codec: chatCodec, Body: body, Scope: "bad", Mode: ModeFull, Credentials: http.Header{"Authorization": {"Bearer bad"}}}
-	if res, _ := a.Condense(context.Background(), req); !strings.Contains(res.Report.Degraded, "summarizer failed") {
+	if res, _ := a.Condense(context.Background(), req); !res.Report.DegradedBy(DegradedSummarizerFailed) {
 		t.Fatalf("replica a: %+v", res.Report)
 	}
 	before := calls.Load()
 	res, _ := b.Condense(context.Background(), req)
-	if calls.Load() != before || !strings.Contains(res.Report.Degraded, "recently failing") {
+	if calls.Load() != before || !res.Report.DegradedBy(DegradedSummarizerSuspended) {
 		t.Fatalf("replica b called the failing summarizer again: %d calls, %+v", calls.Load()-before, res.Report)
 	}
 }
@@ -1128,7 +1128,7 @@ func TestNoCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(res.Body, b) || res.Report.Applied != AppliedNone || !strings.Contains(res.Report.Reason, "no codec") {
+	if !bytes.Equal(res.Body, b) || res.Report.Applied != AppliedNone || !res.Report.Took(PathNoCodec) {
 		t.Errorf("applied %s (%s)", res.Report.Applied, res.Report.Reason)
 	}
 }

@@ -116,7 +116,7 @@ func TestOwnTextOverTheWindowForwardedAsReceived(t *testing.T) {
 			if !bytes.Equal(res.Body, b) {
 				t.Errorf("forwarded %d bytes of %d received (applied %s: %s)", len(res.Body), len(b), res.Report.Applied, res.Report.Reason)
 			}
-			if !strings.Contains(res.Report.Degraded, "forwarded unchanged") {
+			if !res.Report.DegradedBy(DegradedTooLarge) || !res.Report.Took(PathForwardedUnchanged) {
 				t.Errorf("degraded %q, reason %q", res.Report.Degraded, res.Report.Reason)
 			}
 		})

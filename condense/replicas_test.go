@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -148,7 +147,7 @@ func TestAutoPastItsAllowanceIsNotDegraded(t *testing.T) {
 		if res.Report.Degraded != "" {
 			t.Fatalf("request %d degraded: %s", k, res.Report.Degraded)
 		}
-		if strings.Contains(res.Report.Reason, "over auto's allowance") {
+		if res.Report.Took(PathExtractiveAllowance) {
 			said++
 		}
 	}
