@@ -38,7 +38,7 @@ func twoStage(rep condense.Report) []string {
 	if digest && window && rep.Applied != condense.AppliedSelective {
 		paths = append(paths, "digests+window")
 	}
-	if strings.Contains(rep.Degraded, "newest steps over budget") {
+	if rep.DegradedBy(condense.DegradedNewestOverBudget) {
 		paths = append(paths, "shrunk")
 	}
 	return paths

@@ -152,8 +152,10 @@ func TestPairingErrorsForwardUnchanged(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(res.Body, body) || res.Report.Applied != condense.AppliedNone || !strings.Contains(res.Report.Reason, tc.why) {
-				t.Fatalf("applied %s, reason %q", res.Report.Applied, res.Report.Reason)
+			// (The reason quotes the codec's parse error: tc.why.)
+			if !bytes.Equal(res.Body, body) || res.Report.Applied != condense.AppliedNone || !res.Report.Took(condense.PathInvalid) ||
+				!res.Report.Took(condense.PathForwardedUnchanged) || !strings.Contains(res.Report.Reason, tc.why) {
+				t.Fatalf("applied %s, path %v, reason %q", res.Report.Applied, res.Report.Path, res.Report.Reason)
 			}
 		})
 	}
@@ -170,7 +172,7 @@ func TestUntouchableThroughEngine(t *testing.T) {
 	}
 	rep := res.Report
 	if !bytes.Equal(res.Body, body) || !rep.Counted || rep.TokensBefore <= rep.Trigger ||
-		!strings.Contains(rep.Degraded, "previous_response_id continues server-side state; not condensed") {
+		!rep.Took(condense.PathUntouchable) || !rep.DegradedBy(condense.DegradedUntouchable) {
 		t.Fatalf("%+v", rep)
 	}
 }
@@ -235,8 +237,8 @@ func TestClearToolInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.Report.Reason, "tool inputs shortened") {
-		t.Fatalf("reason %q", res.Report.Reason)
+	if !res.Report.Took(condense.PathInputsShortened) {
+		t.Fatalf("path %v, reason %q", res.Report.Path, res.Report.Reason)
 	}
 	checkValid(t, body, res.Body)
 	out, _, _ := inputItems(t, res.Body)
