@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -137,6 +138,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 					slog.Int("trigger", rep.Trigger),
 					slog.Int("prefix_reused", rep.PrefixReused),
 					slog.String("reason", rep.Reason),
+					slog.String("reason_path", strings.Join(rep.Path, ",")),
 					slog.Duration("overhead", ri.overhead),
 				)
 				if rep.Summaries != "" {
@@ -162,7 +164,7 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 						slog.Float64("would_bill", round1(rep.WouldBill)))
 				}
 				if rep.Degraded != "" {
-					attrs = append(attrs, slog.String("degraded", rep.Degraded))
+					attrs = append(attrs, slog.String("degraded", rep.Degraded), slog.String("degraded_kinds", strings.Join(rep.DegradedKinds, ",")))
 				}
 				if rep.AgentCompaction != "" {
 					attrs = append(attrs, slog.String("agent_compaction", rep.AgentCompaction))

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 )
@@ -155,16 +156,17 @@ func TestOfflineCondense(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	var rep struct {
-		Applied      string `json:"applied"`
-		TokensBefore int    `json:"tokens_before"`
-		TokensAfter  int    `json:"tokens_after"`
+		Applied      string   `json:"applied"`
+		TokensBefore int      `json:"tokens_before"`
+		TokensAfter  int      `json:"tokens_after"`
+		Path         []string `json:"path"`
 	}
 	if err := json.Unmarshal(errb.Bytes(), &rep); err != nil {
 		t.Fatalf("report is not JSON: %v\n%s", err, errb.String())
 	}
 	// Over the threshold (80% of 32000), a request is condensed to
 	// between the target and the threshold.
-	if rep.Applied != "full" || rep.TokensAfter >= rep.TokensBefore || rep.TokensAfter > 25600 {
+	if rep.Applied != "full" || rep.TokensAfter >= rep.TokensBefore || rep.TokensAfter > 25600 || len(rep.Path) == 0 || rep.Path[0] != condense.PathOverThreshold {
 		t.Errorf("report %+v", rep)
 	}
 	var req struct {

@@ -154,8 +154,8 @@ func offline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	rep := res.Report
 	out, _ := json.MarshalIndent(map[string]any{
 		"format": rep.Format, "model": rep.Model, "applied": rep.Applied, "tokens_before": rep.TokensBefore, "tokens_after": rep.TokensAfter,
-		"messages": rep.Messages, "window": rep.Window, "trigger": rep.Trigger, "reason": rep.Reason,
-		"degraded": rep.Degraded, "summaries": rep.Summaries, "summarizer_calls": rep.Calls, "duration_ms": rep.Duration.Milliseconds(),
+		"messages": rep.Messages, "window": rep.Window, "trigger": rep.Trigger, "reason": rep.Reason, "path": rep.Path,
+		"degraded": rep.Degraded, "degraded_kinds": rep.DegradedKinds, "summaries": rep.Summaries, "summarizer_calls": rep.Calls, "duration_ms": rep.Duration.Milliseconds(),
 	}, "", "  ")
 	fmt.Fprintln(stderr, string(out))
 	return nil
