@@ -225,6 +225,7 @@ type modelJSON struct {
 
 type reasonJSON struct {
 	Reason string `json:"reason"`
+	Kind   string `json:"kind,omitempty"` // the engine's fallback kind (condense.Degraded*)
 	Count  int    `json:"count"`
 }
 
@@ -373,6 +374,8 @@ type detailJSON struct {
 	Cache          string               `json:"cache,omitempty"`
 	DegradedReason string               `json:"degraded_reason,omitempty"` // content
 	DeferredReason string               `json:"deferred_reason,omitempty"` // the engine's numbers, no content
+	Path           []string             `json:"path,omitempty"`            // the reason as data (condense.Path*), no content
+	DegradedKinds  []string             `json:"degraded_kinds,omitempty"`  // the fallbacks (condense.Degraded*), no content
 	Changes        []changeJSON         `json:"changes"`
 	Received       []condense.ItemShape `json:"received"`
 	Forwarded      []condense.ItemShape `json:"forwarded"` // nil: as received
@@ -499,8 +502,9 @@ func (u *UI) overview(w http.ResponseWriter, r *http.Request) {
 		out.Models = append(out.Models, modelJSON{Model: model, modelCounts: *mc,
 			BillSaving: saving(mc.Bill, mc.BillUncondensed), CacheReadShare: share(mc.CacheRead, mc.TokensForwarded)})
 	}
-	for reason, n := range s.degraded {
-		out.Degraded = append(out.Degraded, reasonJSON{Reason: reason, Count: n})
+	for key, n := range s.degraded {
+		kind, reason := splitKey(key)
+		out.Degraded = append(out.Degraded, reasonJSON{Reason: reason, Kind: kind, Count: n})
 	}
 	cur := now.Unix() / 60
 	for m := cur - minutes + 1; m <= cur; m++ {
@@ -615,6 +619,7 @@ func (u *UI) request(w http.ResponseWriter, r *http.Request) {
 	content := v.content(c)
 	if d := rw.detail; d != nil {
 		out.Reason, out.Summaries, out.Cache, out.DeferredReason = d.reason, d.summaries, d.cache, d.deferred
+		out.Path, out.DegradedKinds = d.path, d.degradedKinds
 		if content {
 			out.DegradedReason = d.degraded
 		} else {

@@ -47,14 +47,14 @@ func session(scope, conv, model, ua string, start time.Time, n int) []proxy.Even
 		rep := condense.Report{
 			Model: model, Counted: true, Applied: condense.AppliedNone, Format: "chat", Conversation: conv,
 			TokensBefore: before, Messages: len(items), Window: window, Trigger: trigger,
-			Reason: "under threshold", Received: append([]condense.ItemShape(nil), items...),
+			Reason: "under threshold", Path: []string{condense.PathUnderThreshold}, Received: append([]condense.ItemShape(nil), items...),
 			Duration: 3 * time.Millisecond, PrefixReused: -1,
 		}
 		fwd := apply(items, changes)
 		degraded := ""
 		if sum(fwd) > trigger {
 			condensations++
-			rep.Reason = "over threshold; condensed to the target"
+			rep.Reason, rep.Path = "over threshold; condensed to the target", []string{condense.PathOverThreshold}
 			switch {
 			case condensations <= 2: // selective: digest old tool outputs
 				for j := 2; j < len(items)-10 && sum(apply(items, changes)) > target; j++ {
@@ -115,7 +115,7 @@ func session(scope, conv, model, ua string, start time.Time, n int) []proxy.Even
 			rep.TokensAfter = before
 		}
 		if degraded != "" {
-			rep.Degraded = degraded
+			rep.Degraded, rep.DegradedKinds = degraded, []string{condense.DegradedSummarizerFailed}
 			rep.Applied = condense.AppliedTruncate
 			rep.Calls = 1
 		} else if strings.HasPrefix(rep.Reason, "over") && summarizedTo > 0 {
@@ -172,8 +172,9 @@ func observed(evs []proxy.Event) []proxy.Event {
 		r.WouldCacheRead, r.WouldCacheWrite = r.CacheRead, r.CacheWrite
 		r.Applied, r.TokensAfter, r.Changes, r.Forwarded = condense.AppliedObserve, r.TokensBefore, nil, nil
 		r.CacheRead, r.CacheWrite, r.Bill = r.UncondensedRead, r.UncondensedWrite, r.BillUncondensed
-		r.Summaries, r.Cache, r.Degraded, r.Calls = "", "", "", 0
+		r.Summaries, r.Cache, r.Degraded, r.DegradedKinds, r.Calls = "", "", "", nil, 0
 		r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
+		r.Path = append([]string{condense.PathObserve}, r.Path...)
 		r.PrefixReused = -1
 		if i > 0 {
 			r.PrefixReused = evs[i-1].Report.TokensBefore

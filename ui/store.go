@@ -154,6 +154,10 @@ type detail struct {
 	received  []condense.ItemShape
 	forwarded []condense.ItemShape
 	recalls   []memory.Recalled // texts clipped
+
+	// path and degradedKinds: the report's Path and DegradedKinds (its
+	// vocabularies' words, no content).
+	path, degradedKinds []string
 }
 
 // totals are the overview counters since start.
@@ -564,7 +568,7 @@ func (s *store) record(ev *proxy.Event) {
 	}
 	if degraded {
 		t.Degraded++
-		reason := degradedCategory(rep.Degraded)
+		reason := degradedKey(rep)
 		if _, ok := s.degraded[reason]; !ok && len(s.degraded) >= maxDegradedReasons {
 			reason = otherKey
 		}
@@ -849,6 +853,7 @@ func (s *store) dropConversation(c *conversation) {
 func (s *store) newDetail(c *conversation, rep *condense.Report, recalls []memory.Recalled) *detail {
 	d := &detail{conv: c, n: c.total}
 	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded) + len(rep.Deferred)
+	size += 16 * (len(rep.Path) + len(rep.DegradedKinds))
 	for _, rc := range recalls {
 		size += 128 + min(len(rc.Answer), maxTextBytes) + min(len(rc.Query), maxTextBytes) + 40*len(rc.Items)
 	}
@@ -865,6 +870,7 @@ func (s *store) newDetail(c *conversation, rep *condense.Report, recalls []memor
 	d.cache = strings.Clone(rep.Cache)
 	d.degraded = strings.Clone(rep.Degraded)
 	d.deferred = strings.Clone(rep.Deferred)
+	d.path, d.degradedKinds = slices.Clone(rep.Path), slices.Clone(rep.DegradedKinds)
 	if len(rep.Changes) > 0 {
 		d.changes = make([]condense.Change, len(rep.Changes))
 		for i, ch := range rep.Changes {
@@ -1004,6 +1010,26 @@ func appliedKey(a string) string {
 		return condense.AppliedObserve
 	}
 	return otherKey
+}
+
+// degradedKey is the row rep's degraded reason counts in: its kind
+// (degradedCategory) and, when the report names it, its first fallback's
+// kind (condense.Report.DegradedKinds), after a NUL — reasons alike in
+// their words but of other kinds count apart (splitKey).
+func degradedKey(rep *condense.Report) string {
+	reason := degradedCategory(rep.Degraded)
+	if len(rep.DegradedKinds) > 0 {
+		return rep.DegradedKinds[0] + "\x00" + reason
+	}
+	return reason
+}
+
+// splitKey returns the fallback kind and the reason of a degradedKey.
+func splitKey(key string) (kind, reason string) {
+	if kind, reason, ok := strings.Cut(key, "\x00"); ok {
+		return kind, reason
+	}
+	return "", key
 }
 
 // maxReasonKind bounds a degraded reason's kind (bytes).

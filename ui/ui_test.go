@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -143,7 +144,7 @@ func TestOverviewCounts(t *testing.T) {
 	if len(ov.Models) != 2 || ov.Models[0].Model != "gpt-4o" || ov.Models[0].Requests != int64(len(evs)) || ov.Models[1].Model != "qwen3-coder" {
 		t.Errorf("models %+v", ov.Models)
 	}
-	if len(ov.Degraded) != 1 || ov.Degraded[0].Reason != "summarizer failed" || ov.Degraded[0].Count != 1 {
+	if len(ov.Degraded) != 1 || ov.Degraded[0].Reason != "summarizer failed" || ov.Degraded[0].Kind != condense.DegradedSummarizerFailed || ov.Degraded[0].Count != 1 {
 		t.Errorf("degraded reasons %+v", ov.Degraded)
 	}
 	if len(ov.Minutes) != minutes {
@@ -494,6 +495,9 @@ func TestAuthRules(t *testing.T) {
 				if strings.Contains(d.Request.Reason, ";") && !tc.text {
 					t.Errorf("request of %s: numbers-only reason %q", who, d.Request.Reason)
 				}
+				if len(d.Request.Path) == 0 {
+					t.Errorf("request of %s: no path (content %v): its steps are no content", who, tc.text)
+				}
 				if d.Content != tc.text || len(d.Request.Changes) == 0 || len(d.Request.Received) == 0 {
 					t.Errorf("request of %s: content %v, %d changes, %d items", who, d.Content, len(d.Request.Changes), len(d.Request.Received))
 				}
@@ -834,6 +838,43 @@ func TestOneWordPerCache(t *testing.T) {
 		if rest := code.ReplaceAllString(line, ""); strings.Contains(strings.ToLower(rest), "cache") && !named.MatchString(rest) {
 			t.Errorf("app.js:%d says cache without saying which: %s", i+1, strings.TrimSpace(line))
 		}
+	}
+}
+
+// TestDegradedReasonsGroupByEngineKind: a report that names its
+// fallbacks' kinds (condense.Report.DegradedKinds) counts in its first
+// one's row, with it: reasons alike in their words but of other kinds
+// count apart, and a kind's reasons that differ in their details
+// together.
+func TestDegradedReasonsGroupByEngineKind(t *testing.T) {
+	reports := []condense.Report{
+		{Degraded: "agent compaction (claude-code) over the context window; forwarded unchanged", DegradedKinds: []string{condense.DegradedCompactionKept}},
+		{Degraded: "agent compaction (codex) over the context window: 4 tool outputs digested, no summaries", DegradedKinds: []string{condense.DegradedCompactionDigested}},
+		{Degraded: "agent compaction (claude-code) over the context window: 12 tool outputs digested, no summaries", DegradedKinds: []string{condense.DegradedCompactionDigested}},
+		{Degraded: "summarizer failed: 502 Bad Gateway", DegradedKinds: []string{condense.DegradedSummarizerFailed}},
+		{Degraded: "summarizer failed: context deadline exceeded; newest steps over budget; 3 of their tool outputs digested",
+			DegradedKinds: []string{condense.DegradedSummarizerFailed, condense.DegradedNewestOverBudget}},
+		{Degraded: "summarizer failed: 401"}, // no kinds: by its words alone
+	}
+	u := New(Options{Scope: scopeOf})
+	for i, r := range reports {
+		r.Counted, r.Conversation, r.Applied, r.TokensBefore, r.TokensAfter = true, fmt.Sprint("c", i), condense.AppliedFull, 10, 5
+		u.Record(proxy.Event{Time: time.Now(), Scope: "s", Status: 200, Report: r})
+	}
+	var ov overviewResp
+	call(t, u, "/ui/api/overview", loopback, &ov)
+	got := map[string]int{}
+	for _, r := range ov.Degraded {
+		got[r.Kind+" / "+r.Reason] = r.Count
+	}
+	want := map[string]int{
+		condense.DegradedCompactionKept + " / agent compaction":     1,
+		condense.DegradedCompactionDigested + " / agent compaction": 2,
+		condense.DegradedSummarizerFailed + " / summarizer failed":  2,
+		" / summarizer failed": 1,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
 	}
 }
 

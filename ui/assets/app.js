@@ -354,7 +354,8 @@ function renderModes(ov) {
     h('tbody', {}, rows)) : h('p', { class: 'muted' }, 'No request yet.'));
   const reasons = ov.degraded_reasons || [];
   $('#degraded').replaceChildren(reasons.length ? h('div', {}, h('h3', { class: 'sub-h' }, 'Degraded outcomes'),
-    h('table', {}, h('tbody', {}, reasons.map((r) => h('tr', {}, h('td', {}, r.reason), h('td', { class: 'num' }, num(r.count))))))) : '');
+    h('table', {}, h('tbody', {}, reasons.map((r) => h('tr', {}, h('td', {}, r.reason, r.kind ? h('span', { class: 'muted' }, ' · ' + r.kind) : ''),
+      h('td', { class: 'num' }, num(r.count))))))) : '');
 }
 
 function renderModels(ov) {
@@ -645,8 +646,9 @@ function renderDetail(r) {
         chip('would bill', billExact(d.would_bill) + ' (prompt cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
       d.deferred ? h('span', { class: 'chip deferred' }, 'deferred ', h('b', {}, d.deferred_reason || 'condensing it would not have paid')) : ''),
   ];
-  if (d.reason) parts.push(h('p', { class: 'reason' }, 'Why: ' + d.reason));
-  if (d.degraded) parts.push(h('div', { class: 'degraded-box' }, 'Degraded' + (d.degraded_reason ? ': ' + d.degraded_reason : '')));
+  if (d.reason) parts.push(h('p', { class: 'reason' }, 'Why: ' + d.reason, d.path ? h('span', { class: 'muted' }, ' (' + d.path.join(' → ') + ')') : ''));
+  const kinds = (d.degraded_kinds || []).join(', ');
+  if (d.degraded) parts.push(h('div', { class: 'degraded-box' }, 'Degraded' + (d.degraded_reason ? ': ' + d.degraded_reason : kinds ? ': ' + kinds : '')));
   if (!d.detail) {
     parts.push(h('p', { class: 'muted' }, 'The texts and shapes of this request are no longer kept (the page keeps them for condensed requests within its memory budget, and for the latest request).'));
   } else {
