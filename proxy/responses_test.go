@@ -133,6 +133,12 @@ func TestResponsesPreviousResponseIDUntouched(t *testing.T) {
 	if resp.Header.Get(HeaderApplied) != "none" || !strings.Contains(resp.Header.Get(HeaderDegraded), "previous_response_id continues server-side state; not condensed") {
 		t.Fatalf("applied %q, degraded %q", resp.Header.Get(HeaderApplied), resp.Header.Get(HeaderDegraded))
 	}
+	// The log line says it as data too.
+	logs := h.waitLog(t, `"degraded_kinds"`)
+	if !strings.Contains(logs, `"reason_path":"`+condense.PathUntouchable+","+condense.PathForwardedUnchanged+`"`) ||
+		!strings.Contains(logs, `"degraded_kinds":"`+condense.DegradedUntouchable+`"`) {
+		t.Errorf("log line: %s", logs)
+	}
 }
 
 // Codex may send zstd bodies (ChatGPT login); gzip too: decoded, counted,

@@ -14,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/condense"
 	"github.com/condense-proxy/condense-proxy/internal/corpus"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 	"github.com/condense-proxy/condense-proxy/proxy"
@@ -124,7 +125,8 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 	}
 	for name, fn := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := newStack(t, 32000, "llm")
+			events := make(eventsOf, 1)
+			s := newStack(t, 32000, "llm", func(o *stackOptions) { o.recorder = events })
 			if fn != nil {
 				s.Fake.Summarize = fn
 			}
@@ -144,8 +146,10 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 			resp := post(t, s.Proxy.URL+"/v1/chat/completions", longBody(t, 12), map[string]string{"Authorization": "Bearer sk-a", "X-Condense-Mode": "full"})
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderApplied) == "none" || resp.Header.Get(proxy.HeaderDegraded) == "" {
-				t.Fatalf("status %d applied %q degraded %q", resp.StatusCode, resp.Header.Get(proxy.HeaderApplied), resp.Header.Get(proxy.HeaderDegraded))
+			rep := events.next(t).Report
+			if resp.StatusCode != 200 || resp.Header.Get(proxy.HeaderApplied) == "none" || !rep.DegradedBy(condense.DegradedSummarizerFailed) ||
+				resp.Header.Get(proxy.HeaderDegraded) == "" {
+				t.Fatalf("status %d applied %q degraded %v (%q)", resp.StatusCode, resp.Header.Get(proxy.HeaderApplied), rep.DegradedKinds, resp.Header.Get(proxy.HeaderDegraded))
 			}
 			validateBody(t, forwarded(t, s.Fake))
 		})
@@ -153,7 +157,8 @@ func TestSummarizerFailuresThroughProxy(t *testing.T) {
 }
 
 func TestSummarizerTimeoutThroughProxy(t *testing.T) {
-	s := newStack(t, 32000, "llm", func(o *stackOptions) { o.summaryTimeout = 100 * time.Millisecond })
+	events := make(eventsOf, 1)
+	s := newStack(t, 32000, "llm", func(o *stackOptions) { o.summaryTimeout, o.recorder = 100*time.Millisecond, events })
 	// The summarizer hangs until the test ends: if the agent's request
 	// completes, it did not wait for it.
 	release := make(chan struct{})
@@ -163,11 +168,28 @@ func TestSummarizerTimeoutThroughProxy(t *testing.T) {
 	resp.Body.Close()
 	stillHung := hung.Load()
 	close(release)
-	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get(proxy.HeaderDegraded), "summarizer") {
-		t.Fatalf("status %d degraded %q", resp.StatusCode, resp.Header.Get(proxy.HeaderDegraded))
+	if rep := events.next(t).Report; resp.StatusCode != 200 || !rep.DegradedBy(condense.DegradedSummarizerFailed) {
+		t.Fatalf("status %d degraded %v (%q)", resp.StatusCode, rep.DegradedKinds, resp.Header.Get(proxy.HeaderDegraded))
 	}
 	if !stillHung {
 		t.Error("the summarizer was never called")
+	}
+}
+
+// eventsOf hands the proxy's events (proxy.Recorder) to a test.
+type eventsOf chan proxy.Event
+
+func (c eventsOf) Record(ev proxy.Event) { c <- ev }
+
+// next is the next request's event.
+func (c eventsOf) next(t *testing.T) proxy.Event {
+	t.Helper()
+	select {
+	case ev := <-c:
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event recorded")
+		return proxy.Event{}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/internal/harness"
 	"github.com/condense-proxy/condense-proxy/internal/replay"
 	"github.com/condense-proxy/condense-proxy/internal/testenv"
+	"github.com/condense-proxy/condense-proxy/proxy"
 )
 
 // stack is a harness.Stack with the helpers these tests share.
@@ -18,6 +19,7 @@ type stack struct{ *harness.Stack }
 
 type stackOptions struct {
 	summaryTimeout time.Duration
+	recorder       proxy.Recorder // the proxy's, for the reports; nil: none
 }
 
 func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOptions)) *stack {
@@ -25,7 +27,7 @@ func newStack(t testing.TB, window int, summarizer string, opts ...func(*stackOp
 	for _, o := range opts {
 		o(&so)
 	}
-	s := harness.New(harness.Options{Window: window, Summarizer: summarizer, SummaryTimeout: so.summaryTimeout})
+	s := harness.New(harness.Options{Window: window, Summarizer: summarizer, SummaryTimeout: so.summaryTimeout, Recorder: so.recorder})
 	t.Cleanup(s.Close)
 	return &stack{s}
 }
