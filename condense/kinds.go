@@ -36,13 +36,13 @@ const (
 	PathDeferred        = "deferred" // condense.defer: Report.Deferred says why
 
 	// How it was condensed.
-	PathDigests             = "digests"          // tool outputs digested
-	PathInputsShortened     = "inputs_shortened" // tool inputs shortened
-	PathAutoFolds           = "auto_folds"       // auto folds this conversation: priced below the digests
-	PathAutoSwitch          = "auto_switch"      // auto's fold would move: the digests and the cut from here
-	PathWindowNow           = "window_now"       // the digests would not pay before the window: the window now
-	PathCut                 = "cut"              // the oldest steps cut, stand-ins in their place
-	PathExtractiveAllowance = "extractive_allowance"
+	PathDigests             = "digests"               // tool outputs digested
+	PathInputsShortened     = "inputs_shortened"      // tool inputs shortened
+	PathAutoFolds           = "auto_folds"            // auto folds this conversation: priced below the digests
+	PathAutoSwitch          = "auto_switch"           // auto's fold would move: the digests and the cut from here
+	PathWindowNow           = "window_now"            // the digests would not pay before the window: the window now
+	PathCut                 = "cut"                   // the oldest steps cut, stand-ins in their place
+	PathExtractiveAllowance = "extractive_allowance"  // auto's stand-ins extractive: LLM ones over its allowance (condense.auto_llm_share)
 	PathNoChunk             = "no_chunk"              // no complete chunk to summarize
 	PathSummariesOverTarget = "summaries_over_target" // the fold's summaries left it over the target
 	PathRecentStepsCut      = "recent_steps_cut"      // verbatim steps after the summary cut, extractive summaries in their place
@@ -73,9 +73,10 @@ const (
 	DegradedCompactionDigested  = "compaction_digested"  // an agent compaction over the window digested (and cut) to fit
 )
 
-// PathSteps and DegradedKindsAll are the vocabularies, in order.
+// pathSteps and degradedKinds are the vocabularies, in order (kinds_test.go
+// checks they list every constant).
 var (
-	PathSteps = []string{
+	pathSteps = []string{
 		PathNoCodec, PathNotRequest, PathHoldout, PathObserve, PathModeOff,
 		PathAgentCompaction, PathWithinWindow, PathOverWindow,
 		PathUntouchable, PathUnderThreshold, PathEagerDigests, PathOverThreshold, PathOverMaxMessages, PathForced, PathCold, PathDeferred,
@@ -83,7 +84,7 @@ var (
 		PathNoChunk, PathSummariesOverTarget, PathRecentStepsCut, PathAllVerbatim,
 		PathInvalid, PathFailed, PathNothingCondensed, PathNotShrunk, PathForwardedUnchanged,
 	}
-	DegradedKindsAll = []string{
+	degradedKinds = []string{
 		DegradedUntouchable, DegradedSelectiveDisabled, DegradedTooLarge, DegradedWindow,
 		DegradedRecentOverBudget, DegradedNewestOverBudget,
 		DegradedSummarizerFailed, DegradedSummarizerSuspended, DegradedBusy, DegradedMaxWait, DegradedCallBudget,

@@ -110,8 +110,8 @@ func checkKinds(r *Report) error {
 	if r.Reason != "" && len(r.Path) == 0 {
 		errs = append(errs, fmt.Errorf("reason %q, no path", r.Reason))
 	}
-	errs = append(errs, againstProse("step", r.Path, PathSteps, stepProse, r.Reason)...)
-	errs = append(errs, againstProse("kind", r.DegradedKinds, DegradedKindsAll, degradedProse, r.Degraded)...)
+	errs = append(errs, againstProse("step", r.Path, pathSteps, stepProse, r.Reason)...)
+	errs = append(errs, againstProse("kind", r.DegradedKinds, degradedKinds, degradedProse, r.Degraded)...)
 	for i, k := range r.DegradedKinds {
 		if slices.Contains(r.DegradedKinds[:i], k) {
 			errs = append(errs, fmt.Errorf("kind %s twice: %v", k, r.DegradedKinds))
@@ -212,7 +212,7 @@ func TestKindsVocabulary(t *testing.T) {
 		prefix string
 		list   []string
 		says   map[string]prose
-	}{{"Path", PathSteps, stepProse}, {"Degraded", DegradedKindsAll, degradedProse}} {
+	}{{"Path", pathSteps, stepProse}, {"Degraded", degradedKinds, degradedProse}} {
 		if !slices.Equal(slices.Sorted(slices.Values(declared[v.prefix])), slices.Sorted(slices.Values(v.list))) {
 			t.Errorf("%s constants %v, listed %v", v.prefix, declared[v.prefix], v.list)
 		}
@@ -277,7 +277,7 @@ func checkCall(c *ast.CallExpr, bad func(ast.Node, string)) int {
 	}
 	switch {
 	case id.Name == "addDegraded" && len(c.Args) == 3:
-		if !isConst(c.Args[1], DegradedKindsAll, "Degraded") && !isField(c.Args[1], "kind") {
+		if !isConst(c.Args[1], degradedKinds, "Degraded") && !isField(c.Args[1], "kind") {
 			bad(c, "addDegraded without a Degraded* kind")
 		}
 		return 1
@@ -285,12 +285,12 @@ func checkCall(c *ast.CallExpr, bad func(ast.Node, string)) int {
 		bad(c, "addDegraded without a kind")
 	case id.Name == "addPath":
 		for _, a := range c.Args[1:] {
-			if id, ok := a.(*ast.Ident); !isConst(a, PathSteps, "Path") && !isField(a, "step") && (!ok || id.Name != "step") {
+			if id, ok := a.(*ast.Ident); !isConst(a, pathSteps, "Path") && !isField(a, "step") && (!ok || id.Name != "step") {
 				bad(a, "addPath with a step not a Path* constant")
 			}
 		}
 	case id.Name == "unchanged" && len(c.Args) == 3:
-		if !isConst(c.Args[1], PathSteps, "Path") {
+		if !isConst(c.Args[1], pathSteps, "Path") {
 			bad(c, "unchanged without a Path* step")
 		}
 	}
@@ -305,9 +305,9 @@ func checkLiteral(l *ast.CompositeLit, bad func(ast.Node, string)) {
 		return
 	}
 	field := map[string]string{"degradation": "kind", "keptError": "step"}[id.Name]
-	vocab, prefix := DegradedKindsAll, "Degraded"
+	vocab, prefix := degradedKinds, "Degraded"
 	if id.Name == "keptError" {
-		vocab, prefix = PathSteps, "Path"
+		vocab, prefix = pathSteps, "Path"
 	}
 	for i, e := range l.Elts {
 		name, v := "", e
@@ -334,7 +334,7 @@ func checkPathValue(v ast.Expr, bad func(ast.Node, string)) {
 	switch v := v.(type) {
 	case *ast.CompositeLit:
 		for _, e := range v.Elts {
-			if !isConst(e, PathSteps, "Path") {
+			if !isConst(e, pathSteps, "Path") {
 				bad(e, "a Path with a step not a Path* constant")
 			}
 		}
