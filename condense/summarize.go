@@ -142,9 +142,10 @@ func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level
 // them, as auto's does.
 func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s string, why degradation, ok bool) {
 	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
-	if rq.req.CountOnly || extractive || rq.extractiveSummaries || rq.notes {
-		if rq.req.CountOnly && !extractive && !rq.extractiveSummaries && !rq.notes {
-			rq.asks++
+	written := extractive || rq.extractiveSummaries || rq.notes // never asked of the summarizer
+	if rq.req.CountOnly || written {
+		if !written {
+			rq.asks++ // counting stands in for a summary the real run asks for
 		}
 		s := fallback()
 		if !rq.req.CountOnly || rq.req.observing && extractive {
