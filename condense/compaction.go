@@ -71,8 +71,7 @@ func (e *Engine) agentCompaction(ctx context.Context, rq *job, mode string, res 
 	c, err := e.compact(ctx, rq, r)
 	var kept *keptError
 	if errors.As(err, &kept) {
-		r.Reason += "; " + kept.why + "; forwarded unchanged"
-		addPath(r, kept.step, PathForwardedUnchanged)
+		addReason(r, "; "+kept.why+"; forwarded unchanged", kept.step, PathForwardedUnchanged)
 		if kept.nothing {
 			addDegraded(r, DegradedCompactionKept, what+" over the context window and nothing to digest or cut; forwarded unchanged")
 		} else {
@@ -188,11 +187,9 @@ func reportCompaction(rq *job, r *Report, what string, c compacted) {
 		why += "; still over the window"
 	}
 	addDegraded(r, DegradedCompactionDigested, why)
-	r.Reason += fmt.Sprintf("; %d tool outputs digested", c.digested)
-	addPath(r, PathDigests)
+	addReason(r, fmt.Sprintf("; %d tool outputs digested", c.digested), PathDigests)
 	if c.cut {
-		r.Reason += "; the oldest steps cut"
-		addPath(r, PathCut)
+		addReason(r, "; the oldest steps cut", PathCut)
 	}
 	r.TokensAfter = c.tokens
 	r.Changes = rq.changes

@@ -95,8 +95,7 @@ func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report
 		rq.extractiveSummaries = true
 		// A choice, not a fallback: extractive stand-ins are what auto
 		// forwards past its allowance (not Degraded).
-		r.Reason += fmt.Sprintf("; extractive summaries: LLM ones would cost about %.0f input tokens' worth, over auto's allowance of %.0f (condense.auto_llm_share)", cost, max(allowance, 0))
-		addPath(r, PathExtractiveAllowance)
+		addReason(r, fmt.Sprintf("; extractive summaries: LLM ones would cost about %.0f input tokens' worth, over auto's allowance of %.0f (condense.auto_llm_share)", cost, max(allowance, 0)), PathExtractiveAllowance)
 	}
 }
 

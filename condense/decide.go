@@ -215,12 +215,10 @@ func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, 
 	}
 	if rq.over && !e.opts.NoColdTurns && e.coldTurn(ctx, rq, r.Conversation) {
 		rq.cold = true
-		r.Reason += coldReason
-		addPath(r, PathCold)
+		addReason(r, coldReason, PathCold)
 	}
 	if err := e.parse(rq); err != nil {
-		r.Reason += "; " + err.Error() + "; forwarded unchanged"
-		addPath(r, PathInvalid, PathForwardedUnchanged)
+		addReason(r, "; "+err.Error()+"; forwarded unchanged", PathInvalid, PathForwardedUnchanged)
 		r.AsReceived = true
 		observe(mode, "invalid", 0)
 		return mode, false
@@ -237,8 +235,7 @@ func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, 
 		// (A cold turn is not deferred: condensing it busts nothing.)
 		if why, ok := e.deferral(ctx, rq, mode); ok {
 			r.Deferred = why
-			r.Reason += "; deferred: " + why
-			addPath(r, PathDeferred)
+			addReason(r, "; deferred: "+why, PathDeferred)
 			r.AsReceived = true
 			observe(mode, "deferred", 0)
 			return mode, false
@@ -270,8 +267,7 @@ func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, o
 		r.Applied, r.Changes, r.Forwarded, r.Summaries, r.Cache = AppliedNone, nil, nil, "", ""
 		r.SummariesCached, r.SummariesMade = 0, 0
 		r.Degraded, r.DegradedKinds = before, beforeKinds
-		r.Reason += "; " + why + "; forwarded unchanged"
-		addPath(r, step, PathForwardedUnchanged)
+		addReason(r, "; "+why+"; forwarded unchanged", step, PathForwardedUnchanged)
 		r.AsReceived = true
 		if r.TokensBefore > r.Window {
 			addDegraded(r, DegradedTooLarge, fmt.Sprintf("too large for the context window (%d > %d tokens) and forwarded unchanged: %s", r.TokensBefore, r.Window, why))
@@ -447,8 +443,7 @@ func (e *Engine) autoFolds(ctx context.Context, rq *job, b budgets, r *Report) (
 		// bust that costs nothing — the conversation takes the digests
 		// and the cut from here, as when its fold would move (cold.go).
 		*r, rq.changes, rq.degraded = saved, changes, degraded
-		r.Reason += autoSwitchReason
-		addPath(r, PathAutoSwitch)
+		addReason(r, autoSwitchReason, PathAutoSwitch)
 		e.takeCut(ctx, rq)
 		switched = true
 	}
@@ -487,12 +482,11 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 		if !switched {
 			return folded, err
 		}
-		rq.changes, r.Reason, r.Path, sticky = digests, digestReason+autoSwitchReason, digestPath, true
-		addPath(r, PathAutoSwitch)
+		rq.changes, r.Reason, r.Path, sticky = digests, digestReason, digestPath, true
+		addReason(r, autoSwitchReason, PathAutoSwitch)
 	}
 	if windowNow && !sticky {
-		r.Reason += windowNowReason
-		addPath(r, PathWindowNow)
+		addReason(r, windowNowReason, PathWindowNow)
 		fits = false
 	}
 	if fits && mode == ModeSelective && out != nil && e.windowed(ctx, rq) {
@@ -512,8 +506,7 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 	// summaries of what it omits in place of its marker.
 	if !sticky {
 		if !windowNow {
-			r.Reason += "; digests not enough for the limit, the oldest steps summarized"
-			addPath(r, PathCut)
+			addReason(r, "; digests not enough for the limit, the oldest steps summarized", PathCut)
 		}
 		e.takeCut(ctx, rq)
 	}
@@ -566,14 +559,12 @@ func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report) (o
 	rq.foldOnce = false
 	if !errors.Is(err, errFoldMoves) {
 		if err == nil {
-			r.Reason += autoFoldsReason
-			addPath(r, PathAutoFolds)
+			addReason(r, autoFoldsReason, PathAutoFolds)
 		}
 		return out, false, err
 	}
 	rq.changes, r.Applied = nil, ""
-	r.Reason += autoSwitchReason
-	addPath(r, PathAutoSwitch)
+	addReason(r, autoSwitchReason, PathAutoSwitch)
 	e.takeCut(ctx, rq)
 	return nil, true, nil
 }

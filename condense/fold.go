@@ -32,8 +32,7 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		return nil, err
 	}
 	if len(p.folded) == 0 {
-		r.Reason += "; no complete chunk to summarize"
-		addPath(r, PathNoChunk)
+		addReason(r, "; no complete chunk to summarize", PathNoChunk)
 		return nil, nil
 	}
 	items, err := e.summarizeChunks(ctx, rq, p.folded)
@@ -118,15 +117,13 @@ func (e *Engine) foldPlan(ctx context.Context, rq *job, b budgets) (plan, error)
 func (e *Engine) windowAfterFold(ctx context.Context, rq *job, b budgets, r *Report, summaryMsg []byte, foldEnd, tokens int) ([]byte, error) {
 	out, err := e.window(ctx, rq, b, r, [][]byte{summaryMsg}, foldEnd)
 	if err != nil || out == nil {
-		r.Reason += fmt.Sprintf("; summaries left %d tokens, over the target %d", tokens, b.target)
-		addPath(r, PathSummariesOverTarget)
+		addReason(r, fmt.Sprintf("; summaries left %d tokens, over the target %d", tokens, b.target), PathSummariesOverTarget)
 		return nil, err
 	}
 	if rq.cutSummarized {
 		// Stand-ins of the omitted steps in place of a marker: a
 		// cheaper form, not less than promised.
-		r.Reason += "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place"
-		addPath(r, PathRecentStepsCut)
+		addReason(r, "; recent steps over budget: verbatim steps after the summary cut, extractive summaries in their place", PathRecentStepsCut)
 	} else {
 		addDegraded(r, DegradedRecentOverBudget, "recent steps over budget; older verbatim steps after the summary omitted")
 	}

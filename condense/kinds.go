@@ -98,9 +98,11 @@ func (r *Report) Took(p string) bool { return slices.Contains(r.Path, p) }
 // DegradedBy reports whether fallback k was used (DegradedKinds).
 func (r *Report) DegradedBy(k string) bool { return slices.Contains(r.DegradedKinds, k) }
 
-// addPath appends steps to the report's path. It never writes into the
-// path's array: a path saved to be restored stays as it was.
-func addPath(r *Report, steps ...string) {
+// addReason appends text to the report's Reason and the steps it tells
+// to its Path. It never writes into the path's array: a path saved to be
+// restored stays as it was.
+func addReason(r *Report, text string, steps ...string) {
+	r.Reason += text
 	r.Path = append(slices.Clip(r.Path), steps...)
 }
 

@@ -268,7 +268,7 @@ func TestEveryFallbackNamesItsKind(t *testing.T) {
 	}
 }
 
-// checkCall checks an addDegraded or addPath call, and the step an
+// checkCall checks an addDegraded or addReason call, and the step an
 // unchanged call passes; it returns 1 for an addDegraded call.
 func checkCall(c *ast.CallExpr, bad func(ast.Node, string)) int {
 	id, ok := c.Fun.(*ast.Ident)
@@ -283,10 +283,12 @@ func checkCall(c *ast.CallExpr, bad func(ast.Node, string)) int {
 		return 1
 	case id.Name == "addDegraded":
 		bad(c, "addDegraded without a kind")
-	case id.Name == "addPath":
-		for _, a := range c.Args[1:] {
+	case id.Name == "addReason" && len(c.Args) < 3:
+		bad(c, "addReason without a step")
+	case id.Name == "addReason":
+		for _, a := range c.Args[2:] {
 			if id, ok := a.(*ast.Ident); !isConst(a, pathSteps, "Path") && !isField(a, "step") && (!ok || id.Name != "step") {
-				bad(a, "addPath with a step not a Path* constant")
+				bad(a, "addReason with a step not a Path* constant")
 			}
 		}
 	case id.Name == "unchanged" && len(c.Args) == 3:

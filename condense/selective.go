@@ -74,11 +74,9 @@ func (e *Engine) selective(ctx context.Context, rq *job, b budgets, r *Report) (
 		return nil, false, fmt.Errorf("counting selectively condensed request: %w", err)
 	}
 	limit := b.limit
-	r.Reason += fmt.Sprintf("; %d tool outputs digested", res.Digested)
-	addPath(r, PathDigests)
+	addReason(r, fmt.Sprintf("; %d tool outputs digested", res.Digested), PathDigests)
 	if res.Cleared > 0 {
-		r.Reason += fmt.Sprintf(", %d tool inputs shortened", res.Cleared)
-		addPath(r, PathInputsShortened)
+		addReason(r, fmt.Sprintf(", %d tool inputs shortened", res.Cleared), PathInputsShortened)
 	}
 	if after.Total <= limit {
 		r.Applied = AppliedSelective

@@ -414,8 +414,7 @@ func (e *Engine) truncate(ctx context.Context, rq *job, b budgets, r *Report) ([
 		return nil, err
 	}
 	if out == nil {
-		r.Reason += "; every step is needed verbatim"
-		addPath(r, PathAllVerbatim)
+		addReason(r, "; every step is needed verbatim", PathAllVerbatim)
 		return nil, nil
 	}
 	r.Applied = AppliedTruncate
