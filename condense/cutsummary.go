@@ -32,7 +32,8 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		e.cutAllowance(ctx, rq, b, r, chunks)
 	}
 	rq.summaryTokens = e.perCutSummaryTokens(b)
-	defer func() { rq.summaryTokens = 0 }()
+	rq.factTokens = 2 * rq.summaryTokens
+	defer func() { rq.summaryTokens, rq.factTokens = 0, 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)
 	if err != nil {
 		return nil, "", err
@@ -99,7 +100,8 @@ func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report
 	}
 }
 
-// perCutSummaryTokens bounds one of auto's summaries.
+// perCutSummaryTokens bounds one of auto's summaries (its facts may take
+// as much again: b.cutSummary is twice what they say).
 func (e *Engine) perCutSummaryTokens(b budgets) int {
-	return max(100, min(e.opts.SummaryMaxTokens, b.cutSummary/groupSize))
+	return max(100, min(e.opts.SummaryMaxTokens, b.cutSummary/2/groupSize))
 }

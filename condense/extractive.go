@@ -27,22 +27,27 @@ const (
 )
 
 // fitSummary bounds an extractive summary to about maxTokens (3 bytes a
-// token is a safe estimate for this text). What the agent needs goes
-// first — its Files section (a third of the room at most), the user's
-// words (the task), every distinct error line commands printed, then the
-// assistant's decisions (its words where its calls change files), its
-// other words, then the calls, then the other results — each kept in the order it came, and what did not fit is
-// counted on one line that says where the originals are.
-func fitSummary(text string, maxTokens int) string {
-	maxChars := maxTokens * 3
+// token is a safe estimate for this text) — factTokens (at least
+// maxTokens) for its facts. A summary over maxTokens keeps what the agent
+// needs, rank by rank: its Files section (a third of the fact room at
+// most), the user's words (the task), every distinct error line commands
+// printed and the assistant's decisions (its words where its calls change
+// files), within factTokens; then the assistant's other words (and any
+// other text: an LLM summary's lines, when summaries are merged), within
+// maxTokens; never the calls or the other results, whose originals the
+// summary's id and the recall tool keep. Each kept line stays in the
+// order it came, and what was left out is counted on one line that says
+// where the originals are.
+func fitSummary(text string, maxTokens, factTokens int) string {
+	maxChars, factChars := maxTokens*3, max(factTokens, maxTokens)*3
 	if len(text) <= maxChars {
 		return text
 	}
 	body, files, hasFiles := strings.Cut(text, "## Files\n")
 	if hasFiles {
 		files = "## Files\n" + files
-		if len(files) > maxChars/3 {
-			files = shorten(files, maxChars/3) + "\n"
+		if len(files) > factChars/3 {
+			files = shorten(files, factChars/3) + "\n"
 		}
 	}
 	// The lines of body, each read where it is: line i is
@@ -63,8 +68,8 @@ func fitSummary(text string, maxTokens int) string {
 	starts = append(starts, int32(len(body)+1))
 	line := func(i int) string { return body[starts[i] : starts[i+1]-1] }
 	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
-	room := maxChars - len(files) - len(omitted)
-	keep, shortened, kept := chooseLines(n, ranks, line, room)
+	fixed := len(files) + len(omitted)
+	keep, shortened, kept := chooseLines(n, ranks, line, factChars-fixed, maxChars-fixed)
 	var b strings.Builder
 	b.Grow(kept + len(omitted) + len(files))
 	dropped := 0
@@ -88,14 +93,19 @@ func fitSummary(text string, maxTokens int) string {
 }
 
 // chooseLines picks which of a summary's n lines (line(i), ranked ranks)
-// fit room, rank by rank, and returns them (keep), the error results kept
-// without the errors kept before them (shortened) and their size in
-// bytes: an error line repeated step after step is kept once — a result
-// keeps the ones not kept above it, or goes.
-func chooseLines(n int, ranks []int8, line func(int) string, room int) (keep []bool, shortened map[int]string, kept int) {
+// fit, rank by rank — the facts (ranks up to decisionRank) in room, the
+// assistant's other words while all kept fit say, nothing of a lower
+// rank — and returns them (keep), the error results kept without the
+// errors kept before them (shortened) and their size in bytes: an error
+// line repeated step after step is kept once — a result keeps the ones
+// not kept above it, or goes.
+func chooseLines(n int, ranks []int8, line func(int) string, room, say int) (keep []bool, shortened map[int]string, kept int) {
 	keep, shortened = make([]bool, n), map[int]string{}
 	seen := map[string]bool{}
-	for rank := int8(0); rank <= maxLineRank; rank++ {
+	for rank := int8(0); rank <= assistantRank; rank++ {
+		if rank == assistantRank {
+			room = min(room, say-kept)
+		}
 		for i := range n {
 			if keep[i] || ranks[i] != rank {
 				continue
@@ -130,9 +140,9 @@ const (
 	userRank      = 0 // the user's words: the task and its changes
 	errorRank     = 1 // a result with error lines or a failing exit status
 	decisionRank  = 2 // the assistant's words where its calls change files
-	assistantRank = 3 // the assistant's other words
-	callRank      = 4
-	maxLineRank   = 5 // other results, markers
+	assistantRank = 3 // the assistant's other words, and any other text (a summary's, a note's)
+	callRank      = 4 // a call: its paths are in the Files section
+	resultRank    = 5 // a result without an error
 )
 
 func lineRank(l string) int {
@@ -144,7 +154,7 @@ func lineRank(l string) int {
 		if strings.Contains(t, " | ! ") || (strings.Contains(t, " | exit ") && !strings.Contains(t, " | exit 0 |")) {
 			return errorRank
 		}
-		return maxLineRank
+		return resultRank
 	case strings.HasPrefix(t, "- Decision:"):
 		return decisionRank
 	case strings.HasPrefix(t, "- Assistant:"):
@@ -152,7 +162,7 @@ func lineRank(l string) int {
 	case strings.HasPrefix(t, "- called "):
 		return callRank
 	}
-	return maxLineRank
+	return assistantRank
 }
 
 // newErrors returns result line l without the error lines seen holds

@@ -85,7 +85,7 @@ func TestFitSummaryKeepsFiles(t *testing.T) {
 		b.WriteString("- Assistant: a long line of what happened in this step of the work\n")
 	}
 	b.WriteString("## Files\n- modified: pkg/a.go\n")
-	out := fitSummary(b.String(), 300)
+	out := fitSummary(b.String(), 300, 0)
 	if len(out) > 300*3 {
 		t.Errorf("fitted summary %d bytes, bound %d", len(out), 900)
 	}
@@ -132,7 +132,7 @@ func TestFitSummaryKeepsWhatTheAgentNeeds(t *testing.T) {
 		}
 	}
 	b.WriteString("## Files\n- modified: pkg/timeparse/parse.go\n")
-	out := fitSummary(b.String(), 300)
+	out := fitSummary(b.String(), 300, 0)
 	if len(out) > 300*3 {
 		t.Errorf("fitted summary %d bytes, bound %d", len(out), 900)
 	}
@@ -175,7 +175,7 @@ func TestDecisionsKeptBeforeOtherWords(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "  - called bash(command=cat pkg/file%d.go)\n", i)
 	}
-	out := fitSummary(b.String(), 200)
+	out := fitSummary(b.String(), 200, 0)
 	for i := 3; i < 100; i += 25 {
 		if w := fmt.Sprintf("I will make parse %d return an error", i); !strings.Contains(out, w) {
 			t.Errorf("fitted summary lacks the decision %q:\n%s", w, out)
@@ -183,6 +183,79 @@ func TestDecisionsKeptBeforeOtherWords(t *testing.T) {
 	}
 	if strings.Contains(out, "step 99, reading") {
 		t.Errorf("other words kept before the decisions:\n%s", out)
+	}
+}
+
+// TestFactsTakeTheFactRoom: a summary over its budget keeps its facts —
+// the user's words, every distinct error line, the decisions, the paths —
+// in up to its fact room, the assistant's other words only within its
+// budget, and never the calls or the results without an error (their
+// originals are behind the summary's id). With no more fact room than
+// budget, the facts fill the budget first.
+func TestFactsTakeTheFactRoom(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("- User: fix TestParseDuration in pkg/timeparse\n")
+	for i := 0; i < 24; i++ {
+		fmt.Fprintf(&b, "- Assistant: step %d, reading more of the code to see where it goes\n", i)
+		fmt.Fprintf(&b, "  - called bash(command=go test ./pkg/timeparse/%d)\n", i)
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&b, "    → bash: --- FAIL: TestParseDuration_Case%d | exit 1 | ! duration_test.go:%d: got -%ds, want %ds\n", i, 10+i, i, i)
+		case 1:
+			fmt.Fprintf(&b, "- Decision: I will change pkg/timeparse/file%d.go because the sign is dropped (decision %d).\n", i, i)
+		default:
+			fmt.Fprintf(&b, "    → bash: ok pkg/timeparse %d | (20 lines)\n", i)
+		}
+	}
+	b.WriteString("## Files\n- modified: pkg/timeparse/parse.go\n")
+	facts := func(out string) (n int) {
+		for i := 0; i < 24; i++ {
+			switch i % 3 {
+			case 0:
+				if strings.Contains(out, fmt.Sprintf("duration_test.go:%d: got -%ds", 10+i, i)) {
+					n++
+				}
+			case 1:
+				if strings.Contains(out, fmt.Sprintf("(decision %d)", i)) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	// The facts take about 1,600 bytes: more than a budget of 300 tokens
+	// (900 bytes), less than one of 700 (2,100).
+	const budget = 300
+	tight, roomy := fitSummary(b.String(), budget, 0), fitSummary(b.String(), budget, 700)
+	if len(tight) > budget*3 || len(roomy) > 700*3 {
+		t.Errorf("summaries of %d and %d bytes, bounds %d and %d", len(tight), len(roomy), budget*3, 700*3)
+	}
+	if got := facts(roomy); got != 16 {
+		t.Errorf("with room for them, %d of 16 error lines and decisions kept:\n%s", got, roomy)
+	}
+	if got, tightGot := facts(roomy), facts(tight); tightGot >= got || tightGot == 0 {
+		t.Errorf("%d facts kept within the budget, %d with the fact room: want some, and fewer", tightGot, got)
+	}
+	for name, out := range map[string]string{"tight": tight, "roomy": roomy} {
+		if strings.Contains(out, "called bash") || strings.Contains(out, "ok pkg/timeparse") {
+			t.Errorf("%s: a call or a result without an error kept over the budget:\n%s", name, out)
+		}
+		if !strings.Contains(out, "fix TestParseDuration") || !strings.Contains(out, "pkg/timeparse/parse.go") {
+			t.Errorf("%s: the user's words or the Files section lost:\n%s", name, out)
+		}
+	}
+	// The assistant's other words take no more than the budget.
+	other := 0
+	for _, l := range strings.Split(roomy, "\n") {
+		if strings.HasPrefix(l, "- Assistant:") {
+			other += len(l) + 1
+		}
+	}
+	if other > 0 && len(roomy)-other > budget*3 {
+		t.Errorf("the assistant's other words take %d bytes of a summary whose facts fill its budget", other)
+	}
+	if big := fitSummary(b.String(), 900, 1800); !strings.Contains(big, "- Assistant:") {
+		t.Errorf("a budget the facts leave room in keeps none of the assistant's other words:\n%s", big)
 	}
 }
 

@@ -52,28 +52,30 @@ func TestNoteResultFollowsItsRule(t *testing.T) {
 
 // fitSummaryRule is fitSummary as first written (its lines split into a
 // slice of strings), kept as the rule fitSummary must follow.
-func fitSummaryRule(text string, maxTokens int) string {
-	maxChars := maxTokens * 3
+func fitSummaryRule(text string, maxTokens, factTokens int) string {
+	maxChars, factChars := maxTokens*3, max(factTokens, maxTokens)*3
 	if len(text) <= maxChars {
 		return text
 	}
 	body, files, hasFiles := strings.Cut(text, "## Files\n")
 	if hasFiles {
 		files = "## Files\n" + files
-		if len(files) > maxChars/3 {
-			files = shorten(files, maxChars/3) + "\n"
+		if len(files) > factChars/3 {
+			files = shorten(files, factChars/3) + "\n"
 		}
 	}
 	lines := strings.Split(strings.TrimRight(body, "\n"), "\n")
 	const omitted = "[… %d lines of calls and results omitted: their originals are behind this summary's id …]\n"
-	room := maxChars - len(files) - len(omitted)
+	room := factChars - len(files) - len(omitted)
+	say := maxChars - len(files) - len(omitted) // the assistant's other words fit here
+	kept := 0
 	keep := make([]bool, len(lines))
 	ranks := make([]int8, len(lines))
 	for i, l := range lines {
 		ranks[i] = int8(lineRank(l))
 	}
 	seen := map[string]bool{}
-	for rank := int8(0); rank <= maxLineRank; rank++ {
+	for rank := int8(0); rank <= assistantRank; rank++ { // never the calls or other results
 		for i, l := range lines {
 			if keep[i] || ranks[i] != rank {
 				continue
@@ -85,7 +87,7 @@ func fitSummaryRule(text string, maxTokens int) string {
 					continue
 				}
 			}
-			if len(l)+1 > room {
+			if len(l)+1 > room || (rank == assistantRank && kept+len(l)+1 > say) {
 				continue
 			}
 			for _, e := range errs {
@@ -94,6 +96,7 @@ func fitSummaryRule(text string, maxTokens int) string {
 			lines[i] = l
 			keep[i] = true
 			room -= len(l) + 1
+			kept += len(l) + 1
 		}
 	}
 	var b strings.Builder
@@ -135,9 +138,12 @@ func TestFitSummaryFollowsItsRule(t *testing.T) {
 		for range rng.Intn(3) {
 			b.WriteByte('\n')
 		}
-		text, max := b.String(), rng.Intn(400)
-		if got, want := fitSummary(text, max), fitSummaryRule(text, max); got != want {
-			t.Fatalf("fitSummary(%q, %d) = %q, the rule %q", text, max, got, want)
+		text, max, facts := b.String(), rng.Intn(400), 0
+		if rng.Intn(2) == 0 {
+			facts = max + rng.Intn(400)
+		}
+		if got, want := fitSummary(text, max, facts), fitSummaryRule(text, max, facts); got != want {
+			t.Fatalf("fitSummary(%q, %d, %d) = %q, the rule %q", text, max, facts, got, want)
 		}
 	}
 }

@@ -192,12 +192,13 @@ func (e *Engine) budgets(rq *job) budgets {
 		limit:   limit,
 		window:  int(float64(w) / f),
 		hard:    int(float64(w-room) / f),
-		// auto's summaries stand where a window's marker would, in an
-		// eighth of the window at most: room for the errors, decisions
-		// and paths of what the cut omits (BENCHMARKS.md, "What the agent
+		// auto's summaries stand where a window's marker would: what
+		// they say in an eighth of the window at most, and as much again
+		// for the facts they keep — the errors, decisions and paths of
+		// what the cut omits (fitSummary; BENCHMARKS.md, "What the agent
 		// keeps").
-		cutSummary:      max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/8), 256),
-		tightCutSummary: max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
+		cutSummary:      2 * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/8), 256),
+		tightCutSummary: 2 * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
 		chunk:           e.opts.ChunkTokens,
 		summary:         e.opts.SummaryBudgetTokens,
 		keepRecent:      e.opts.KeepRecentTurns,
