@@ -32,8 +32,7 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 		e.cutAllowance(ctx, rq, b, r, chunks)
 	}
 	rq.summaryTokens = e.perCutSummaryTokens(b)
-	rq.factTokens = 2 * rq.summaryTokens
-	defer func() { rq.summaryTokens, rq.factTokens = 0, 0 }()
+	defer func() { rq.summaryTokens = 0 }()
 	items, err := e.summarizeChunks(ctx, rq, chunks)
 	if err != nil {
 		return nil, "", err
@@ -100,8 +99,17 @@ func (e *Engine) cutAllowance(ctx context.Context, rq *job, b budgets, r *Report
 	}
 }
 
-// perCutSummaryTokens bounds one of auto's summaries (its facts may take
-// as much again: b.cutSummary is twice what they say).
+// perCutSummaryTokens bounds what one of auto's summaries says (its
+// facts may take factRoom times that: b.cutSummary counts them).
 func (e *Engine) perCutSummaryTokens(b budgets) int {
-	return max(100, min(e.opts.SummaryMaxTokens, b.cutSummary/2/groupSize))
+	return max(100, min(e.opts.SummaryMaxTokens, b.cutSummary/factRoom/groupSize))
 }
+
+// factRoom is how many times its budget a stand-in's facts may take
+// (fitSummary): what it says keeps the budget, the facts get as much
+// again.
+const factRoom = 2
+
+// factTokens bounds the facts an extractive summary of rq keeps: factRoom
+// times what a cut's summary says; 0 (no fact room) for any other.
+func (rq *job) factTokens() int { return factRoom * rq.summaryTokens }

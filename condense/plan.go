@@ -197,8 +197,8 @@ func (e *Engine) budgets(rq *job) budgets {
 		// for the facts they keep — the errors, decisions and paths of
 		// what the cut omits (fitSummary; BENCHMARKS.md, "What the agent
 		// keeps").
-		cutSummary:      2 * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/8), 256),
-		tightCutSummary: 2 * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
+		cutSummary:      factRoom * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/8), 256),
+		tightCutSummary: factRoom * max(min(e.opts.SummaryBudgetTokens, int(float64(w)/f)/32), 256),
 		chunk:           e.opts.ChunkTokens,
 		summary:         e.opts.SummaryBudgetTokens,
 		keepRecent:      e.opts.KeepRecentTurns,

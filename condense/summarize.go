@@ -603,9 +603,9 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 			return rq.conv.transcript(from, to)
 		}, func() string {
 			if rq.notes {
-				return fitSummary(rq.conv.note(from, to, files), e.summaryTokens(rq), rq.factTokens)
+				return fitSummary(rq.conv.note(from, to, files), e.summaryTokens(rq), rq.factTokens())
 			}
-			return fitSummary(rq.conv.extractive(from, to, files), e.summaryTokens(rq), rq.factTokens)
+			return fitSummary(rq.conv.extractive(from, to, files), e.summaryTokens(rq), rq.factTokens())
 		}, func(s string) string {
 			// Both summarizers end with the deterministic Files section.
 			if strings.Contains(s, "## Files") {
@@ -668,7 +668,7 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		content := textHash(strings.Join(ids, ","))
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
 		text, cached, degraded, err := e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
-			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), rq.factTokens)
+			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), rq.factTokens())
 		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)

@@ -203,9 +203,9 @@ func (r *Report) CheckBill(g BillGoals) []string {
 	for key, f := range facts {
 		plain, ok := f["auto"]
 		with, okR := f["auto-relevant"]
-		if ok && okR && with < g.relevantLeast(plain) {
+		if least := g.relevantLeast(plain); ok && okR && with < least {
 			session, format, _ := strings.Cut(key, "\x00")
-			out = append(out, fmt.Sprintf("%s auto-relevant: planted facts kept %.1f%%, auto %.1f%%: under %.1f%%", labelOf(session, format), 100*with, 100*plain, 100*g.relevantLeast(plain)))
+			out = append(out, fmt.Sprintf("%s auto-relevant: planted facts kept %.1f%%, auto %.1f%%: under %.1f%%", labelOf(session, format), 100*with, 100*plain, 100*least))
 		}
 	}
 	for key, b := range bills {
