@@ -277,7 +277,7 @@ var table = []Key{
 	intKey("condense.chunk_tokens", "chunk-tokens", 12000, 256, maxTokens, func(c *Config) *int { return &c.Condense.ChunkTokens },
 		"tokens per level-1 summary chunk"),
 	intKey("condense.summary_budget_tokens", "summary-budget-tokens", 8000, 256, maxTokens, func(c *Config) *int { return &c.Condense.SummaryBudgetTokens },
-		"summary tokens kept per level before folding upward"),
+		"summary tokens kept per level before folding upward; auto's cut summaries (and selective's window stand-ins) take at most this or an eighth of the window for what they say, and as much again for the facts they keep"),
 	strKey("condense.summarizer", "summarizer", "llm", func(c *Config) *string { return &c.Condense.Summarizer },
 		"llm | extractive"),
 	strKey("condense.summary_model", "summary-model", "", func(c *Config) *string { return &c.Condense.SummaryModel },
