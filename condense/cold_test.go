@@ -42,7 +42,12 @@ func coldEngine(c Cache, now func() time.Time) *Engine {
 // coldSession is the chat session the cold-turn tests replay: about three
 // times their window.
 func coldSession(t *testing.T) (req func(k int) []byte, turns int) {
-	sess, _ := corpus.Synthetic(41, 500_000)
+	return coldSessionOf(t, 41)
+}
+
+// coldSessionOf is a session like coldSession's, of another seed.
+func coldSessionOf(t *testing.T, seed int64) (req func(k int) []byte, turns int) {
+	sess, _ := corpus.Synthetic(seed, 500_000)
 	ends := sess.TurnEnds()
 	return func(k int) []byte {
 		b, err := sess.Request("gpt-4o", ends[k])
@@ -217,9 +222,10 @@ func TestColdTurnStartsNoCut(t *testing.T) {
 // digests and the cut from there, down to the target, as when its fold
 // would move, and the warm requests after it keep that prefix.
 func TestColdTurnAutoFold(t *testing.T) {
-	req, turns := coldSession(t)
+	req, turns := coldSessionOf(t, 49)
 	// An allowance that pays for the cut's LLM summaries too: auto prices
-	// the fold and the cut alike, and folds this conversation.
+	// the fold and the cut alike, and folds this conversation (seed 49's:
+	// the premise is checked below).
 	engine := func(now func() time.Time) *Engine {
 		return New(Deps{Counter: counter, Models: coldModels(), Cache: cache.NewMemory(256 << 20), Summarizer: &countingSummarizer{}, Now: now},
 			Options{SelectiveEnabled: true, MaxSummarizerCalls: 100, AutoLLMShare: 10})

@@ -383,6 +383,27 @@ func TestAutoCosts(t *testing.T) {
 	}
 }
 
+// TestAutoCostsHaveNoCliff: a fold's dry run a few tokens larger moves
+// the later folds of auto's simulation by a request at most, and the
+// price by a small part of a fold's — never by a whole fold, as when a
+// fold on the horizon's last request counted whole and one a request
+// later not at all (20 tokens flipped auto's choice on a 1× session at
+// 32k).
+func TestAutoCostsHaveNoCliff(t *testing.T) {
+	a := autoCase{in: 25_000, limit: 24_000, growth: 400, horizon: 33, tail: 4_000,
+		folded: 10_000, foldKept: 150, summaries: 15_000, perToken: 1.3}
+	prev := anthropic.autoFoldsCost(a)
+	for d := 1; d <= 2_000; d += 5 { // the first later fold moves from the 35th request to the 30th
+		b := a
+		b.folded = a.folded + d
+		cost := anthropic.autoFoldsCost(b)
+		if step := math.Abs(cost - prev); step > 0.03*prev {
+			t.Fatalf("a dry run %d tokens larger moves the price from %.0f to %.0f (%.0f%%)", d, prev, cost, 100*step/prev)
+		}
+		prev = cost
+	}
+}
+
 // TestDigestsPay: the digests' first edit pays by itself when what it
 // removes, read until the cut has to come, outweighs re-writing what
 // follows it. Digests that remove a tenth of a request from near its head

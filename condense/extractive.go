@@ -2,6 +2,7 @@ package condense
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -343,6 +344,14 @@ func newFileLog() *fileLog {
 	return &fileLog{kind: map[string]string{}, sequence: map[string]int{}}
 }
 
+// kindRank orders the kinds of a file: one the agent modified, then one
+// it named in a call, then one a tool's output only listed.
+var kindRank = map[string]int{"modified": 0, "read": 1, "found": 2}
+
+// add notes path as of kind; a file keeps the strongest kind it was seen
+// as, so a file the agent read is not demoted to the found ones (where
+// a build log's hundreds of paths would crowd it out) when an output
+// lists it again.
 func (f *fileLog) add(path, kind string) {
 	path = strings.Trim(path, `"'(),:;`)
 	if path == "" || len(path) > 200 || strings.Contains(path, "://") {
@@ -352,7 +361,7 @@ func (f *fileLog) add(path, kind string) {
 	if old, ok := f.kind[path]; !ok {
 		f.order = append(f.order, path)
 		f.kind[path] = kind
-	} else if old != "modified" {
+	} else if kindRank[kind] < kindRank[old] {
 		f.kind[path] = kind
 	}
 	f.sequence[path] = f.n
@@ -464,13 +473,36 @@ func mayHavePath(s string) bool {
 	return false
 }
 
-// section renders the Files section, most recent first, bounded.
+// section renders the Files section, most recent first, bounded; of the
+// files outputs only listed, those in the agent's own tree come first —
+// a relative path, or one under the directory all the absolute paths it
+// modified or read share — before a build log's or a search's others.
 func (f *fileLog) section() string {
 	if len(f.order) == 0 {
 		return ""
 	}
+	root := ""
+	for _, p := range f.order {
+		if f.kind[p] == "found" || !path.IsAbs(p) {
+			continue
+		}
+		if root == "" {
+			root = path.Dir(p)
+		}
+		for root != "/" && !strings.HasPrefix(p, root+"/") {
+			root = path.Dir(root)
+		}
+	}
+	own := func(p string) bool {
+		return f.kind[p] != "found" || !path.IsAbs(p) || root != "" && root != "/" && strings.HasPrefix(p, root+"/")
+	}
 	paths := append([]string(nil), f.order...)
-	sort.SliceStable(paths, func(i, j int) bool { return f.sequence[paths[i]] > f.sequence[paths[j]] })
+	sort.SliceStable(paths, func(i, j int) bool {
+		if oi, oj := own(paths[i]), own(paths[j]); oi != oj {
+			return oi
+		}
+		return f.sequence[paths[i]] > f.sequence[paths[j]]
+	})
 	var b strings.Builder
 	b.WriteString("## Files\n")
 	for _, kind := range []string{"modified", "read", "found"} {

@@ -109,6 +109,34 @@ func TestFilesSection(t *testing.T) {
 	}
 }
 
+// TestFilesOfTheAgentsTreeFirst: a build log that lists dozens of system
+// paths after a search found the agent's own files does not crowd them
+// out of the Files section (relative paths and those under the directory
+// the agent's absolute ones share come first), and a file the agent named
+// in a call stays read when a later output lists it again.
+func TestFilesOfTheAgentsTreeFirst(t *testing.T) {
+	fl := newFileLog()
+	fl.noteCall("Edit", `{"file_path":"/home/u/paper/src/preamble.tex","old_string":"x"}`)
+	fl.noteCall("Read", `{"file_path":"/home/u/paper/src/sections/intro.tex"}`)
+	fl.noteResult("/home/u/paper/src/sections/conclusion.tex:1: x\n/home/u/paper/src/sections/intro.tex:4: y")
+	var log strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&log, "(/usr/share/texlive/tex/latex/pkg%d/pkg%d.sty)\n", i, i)
+	}
+	for range 3 { // compiled again and again: the most recent paths
+		fl.noteResult(log.String())
+	}
+	fl.noteResult("scripts/build.sh: 3: warning") // relative: in the agent's tree
+	sec := fl.section()
+	found := sec[strings.Index(sec, "- found: "):]
+	if !strings.HasPrefix(found, "- found: scripts/build.sh, /home/u/paper/src/sections/conclusion.tex, /usr/share/") {
+		t.Errorf("the agent's own found files are not first among the found ones, most recent first:\n%s", sec)
+	}
+	if !strings.Contains(sec, "- read: /home/u/paper/src/sections/intro.tex\n") || strings.Count(sec, "intro.tex") != 1 {
+		t.Errorf("a file the agent read was demoted to found:\n%s", sec)
+	}
+}
+
 // TestFitSummaryKeepsWhatTheAgentNeeds: a summary over its budget keeps
 // the user's words, every distinct error line (a repeated one once) and
 // the files before the assistant's words, the calls and the other results
