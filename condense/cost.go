@@ -282,31 +282,32 @@ func (a autoCase) moveShare() float64 {
 // which digested the oldest, largest outputs: BENCHMARKS.md.)
 func (p prices) autoDigestsCost(a autoCase) float64 {
 	share := a.moveShare()
-	fixed := float64(a.foldKept)
 	cost := (p.write - p.read) * float64(max(a.digested-a.digestKept, 0))
 	size, last := float64(a.digested), float64(a.digested)
 	for t := 1.0; t < a.horizon; t++ {
 		cost += p.read * size
 		if size += max(a.growth, 1); size > float64(a.limit) {
-			removed := share * (size - last)
-			if after := size - removed; after <= float64(a.limit) {
-				from := max(last-float64(a.tail), fixed)
-				cost += (p.write - p.read) * (after - from)
-				size, last = after, after
-				continue
-			}
-			after, c := p.autoFold(a, size)
+			var c float64
+			size, c = p.digestsMove(a, share, size, last)
 			cost += c
-			size, last = after, after
+			last = size
 		}
 	}
 	next := float64(a.limit) + max(a.growth, 1)
-	after := next - share*(next-last)
-	c := (p.write - p.read) * (after - max(last-float64(a.tail), fixed))
-	if after > float64(a.limit) {
-		_, c = p.autoFold(a, next)
-	}
+	_, c := p.digestsMove(a, share, next, last)
 	return cost + runUp(size, last, next)*c
+}
+
+// digestsMove is a later move of auto's digests (autoDigestsCost) on a
+// request of size tokens, last tokens after the previous move: they
+// remove share of what aged since, re-writing what follows the old
+// frontier, or, when that leaves the request over the limit, auto cuts
+// as a fold would. It returns the size after it and its cost.
+func (p prices) digestsMove(a autoCase, share, size, last float64) (after, cost float64) {
+	if after = size - share*(size-last); after <= float64(a.limit) {
+		return after, (p.write - p.read) * (after - max(last-float64(a.tail), float64(a.foldKept)))
+	}
+	return p.autoFold(a, size)
 }
 
 // digestsRunway returns how many requests the digests keep the
