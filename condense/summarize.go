@@ -667,8 +667,9 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		level := group[0].level + 1
 		content := textHash(strings.Join(ids, ","))
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
+		facts := mergedFactTokens(rq, items, group, budget)
 		text, cached, degraded, err := e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
-			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), rq.factTokens())
+			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), facts)
 		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
@@ -678,6 +679,26 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		items = append(next, items[pos+groupSize:]...)
 	}
 	return items, nil
+}
+
+// mergedFactTokens bounds the facts a merge of group keeps, of a cut's
+// stand-ins (items) within budget: the share of the budget its messages
+// are of all the stand-ins cover, and never less than one summary's fact
+// room — so the oldest merge of a long session, which covers most of it,
+// keeps its errors and decisions instead of a summary's worth. Other
+// summaries keep no fact room (0).
+func mergedFactTokens(rq *job, items, group []summaryItem, budget int) int {
+	facts := rq.factTokens()
+	if facts == 0 || len(items) == 0 {
+		return facts
+	}
+	c := rq.received()
+	all := c.tokens(items[0].from, items[len(items)-1].to)
+	part := c.tokens(group[0].from, group[len(group)-1].to)
+	if all <= 0 {
+		return facts
+	}
+	return max(facts, int(float64(budget)*float64(part)/float64(all)))
 }
 
 // summaryTokens bounds one summary of rq (auto's, in place of a window
