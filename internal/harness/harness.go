@@ -156,7 +156,7 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 		for _, t := range texts {
 			for _, l := range strings.Split(t, "\n") {
 				l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
-				if l == "" || seen[l] || len(l) > 300 || !factLine.MatchString(l) {
+				if l == "" || seen[l] || len(l) > 300 || !factLine.MatchString(l) || promptLines[l] {
 					continue
 				}
 				if b.Len()+len(l) > 4*tokens {
@@ -220,6 +220,19 @@ var inPlaceMessages = regexp.MustCompile(`Summarize messages (\d+) to (\d+) of t
 
 // factLine matches the lines a faithful summary keeps.
 var factLine = regexp.MustCompile(`(?i)(--- FAIL|FAIL\b|error|panic|exit status|_test\.go:\d+|decision \d+|^Task \d+|I will change|follow-up)`)
+
+// promptLines are the lines of the summarizer's own instructions (the
+// built-in prompt, the user message's frame): a model does not repeat
+// them as facts of the transcript, so the faithful summarizer skips them.
+var promptLines = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range []string{condense.DefaultPrompt, condense.UserPrompt(condense.SummaryInput{Level: 1, Previous: " "}), condense.UserPrompt(condense.SummaryInput{Level: 2})} {
+		for _, l := range strings.Split(t, "\n") {
+			m[strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))] = true
+		}
+	}
+	return m
+}()
 
 // New starts a Stack; Close stops it.
 func New(o Options) *Stack {

@@ -1,8 +1,11 @@
 package harness
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/condense-proxy/condense-proxy/condense"
 )
 
 // TestInPlaceRangeGemini: a summary asked in place of a Gemini request
@@ -20,5 +23,25 @@ func TestInPlaceRangeGemini(t *testing.T) {
 	_, summary := FaithfulSummaryOf(200)([]byte(body))
 	if !strings.Contains(summary, "FAIL: TestX") || strings.Contains(summary, "late") || strings.Contains(summary, "in the system") {
 		t.Errorf("summary %q", summary)
+	}
+}
+
+// TestFaithfulSummarySkipsThePrompt: the faithful summarizer keeps the
+// facts of what it is asked to merge, not the lines of its own
+// instructions that mention errors and paths (the built-in prompt's
+// "Keep exact file paths, … error messages", the merge's frame), which
+// took room in every merged summary of the evaluation.
+func TestFaithfulSummarySkipsThePrompt(t *testing.T) {
+	user := condense.UserPrompt(condense.SummaryInput{Level: 2, Text: "- Decision: I will change a.go (decision 7).\n- → bash: exit 1 | ! --- FAIL: TestY"})
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "system", "content": condense.DefaultPrompt}, {"role": "user", "content": user}}})
+	_, summary := FaithfulSummaryOf(200)(body)
+	if !strings.Contains(summary, "(decision 7)") || !strings.Contains(summary, "--- FAIL: TestY") {
+		t.Errorf("the facts lost: %q", summary)
+	}
+	facts, _, _ := strings.Cut(summary, "## Task and intent")
+	for _, l := range strings.Split(facts, "\n") {
+		if l = strings.TrimPrefix(l, "- "); l != "" && l != "## Facts kept" && (strings.Contains(condense.DefaultPrompt, l) || strings.Contains(user, l) && !strings.Contains(l, "decision 7") && !strings.Contains(l, "TestY")) {
+			t.Errorf("a line of the instructions kept as a fact: %q", l)
+		}
 	}
 }
