@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -344,9 +345,14 @@ func newFileLog() *fileLog {
 	return &fileLog{kind: map[string]string{}, sequence: map[string]int{}}
 }
 
-// kindRank orders the kinds of a file: one the agent modified, then one
-// it named in a call, then one a tool's output only listed.
-var kindRank = map[string]int{"modified": 0, "read": 1, "found": 2}
+// fileKinds are the kinds of a file, strongest first: one the agent
+// modified, then one it named in a call, then one a tool's output only
+// listed. The Files section lists them in this order.
+var fileKinds = []string{"modified", "read", "found"}
+
+// kindRank is kind's place in fileKinds; a kind it does not know (a
+// merged summary's own Files lines) ranks as the strongest.
+func kindRank(kind string) int { return max(slices.Index(fileKinds, kind), 0) }
 
 // add notes path as of kind; a file keeps the strongest kind it was seen
 // as, so a file the agent read is not demoted to the found ones (where
@@ -361,7 +367,7 @@ func (f *fileLog) add(path, kind string) {
 	if old, ok := f.kind[path]; !ok {
 		f.order = append(f.order, path)
 		f.kind[path] = kind
-	} else if kindRank[kind] < kindRank[old] {
+	} else if kindRank(kind) < kindRank(old) {
 		f.kind[path] = kind
 	}
 	f.sequence[path] = f.n
@@ -505,7 +511,7 @@ func (f *fileLog) section() string {
 	})
 	var b strings.Builder
 	b.WriteString("## Files\n")
-	for _, kind := range []string{"modified", "read", "found"} {
+	for _, kind := range fileKinds {
 		var list []string
 		for _, p := range paths {
 			if f.kind[p] == kind {

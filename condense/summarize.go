@@ -667,9 +667,10 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		level := group[0].level + 1
 		content := textHash(strings.Join(ids, ","))
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
-		facts := mergedFactTokens(rq, items, group, budget)
 		text, cached, degraded, err := e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
-			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), facts)
+			// Counted only when the merge is written: a cached one (the
+			// steady state) costs no pass over the stand-ins' messages.
+			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), mergedFactTokens(rq, items, group, budget))
 		}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
@@ -689,7 +690,7 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 // summaries keep no fact room (0).
 func mergedFactTokens(rq *job, items, group []summaryItem, budget int) int {
 	facts := rq.factTokens()
-	if facts == 0 || len(items) == 0 {
+	if facts == 0 {
 		return facts
 	}
 	c := rq.received()

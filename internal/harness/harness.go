@@ -155,7 +155,7 @@ func FaithfulSummaryOf(tokens int) func(body []byte) (int, string) {
 		seen := map[string]bool{}
 		for _, t := range texts {
 			for _, l := range strings.Split(t, "\n") {
-				l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+				l = bullet(l)
 				if l == "" || seen[l] || len(l) > 300 || !factLine.MatchString(l) || promptLines[l] {
 					continue
 				}
@@ -228,11 +228,17 @@ var promptLines = func() map[string]bool {
 	m := map[string]bool{}
 	for _, t := range []string{condense.DefaultPrompt, condense.UserPrompt(condense.SummaryInput{Level: 1, Previous: " "}), condense.UserPrompt(condense.SummaryInput{Level: 2})} {
 		for _, l := range strings.Split(t, "\n") {
-			m[strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))] = true
+			m[bullet(l)] = true
 		}
 	}
 	return m
 }()
+
+// bullet is line l's text without its white space and list dash, as the
+// faithful summarizer compares lines.
+func bullet(l string) string {
+	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+}
 
 // New starts a Stack; Close stops it.
 func New(o Options) *Stack {
