@@ -134,21 +134,15 @@ func (e *Engine) cachedSummary(ctx context.Context, rq *job, model string, level
 
 // withoutCall returns the summary written without the summarizer
 // (fallback), and why that is Degraded, when this one may not call it
-// (ok); key is where a summary kept is cached. Counting never pays for a
-// summary: the extractive text stands in for one not written yet, and is
-// not kept — unless the extractive summarizer is the summarizer: then the
-// text is the summary, and observe mode keeps it (in its caller's scope)
-// as auto would, so a later cut that reuses a fold's summaries finds
-// them, as auto's does.
+// (ok); key is where a summary kept is cached (keepsWritten).
 func (e *Engine) withoutCall(ctx context.Context, rq *job, model, key string, fallback func() string) (s string, why degradation, ok bool) {
-	extractive := e.summarizer == nil || e.opts.Summarizer == "extractive"
-	written := extractive || rq.extractiveSummaries || rq.notes // never asked of the summarizer
+	written := e.extractiveOnly() || rq.extractiveSummaries || rq.notes // never asked of the summarizer
 	if rq.req.CountOnly || written {
 		if !written {
 			rq.asks++ // counting stands in for a summary the real run asks for
 		}
 		s := fallback()
-		if !rq.req.CountOnly || rq.req.observing && extractive {
+		if e.keepsWritten(rq) {
 			e.setCache(ctx, key, []byte(s))
 		}
 		return s, degradation{}, true
@@ -667,11 +661,20 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		level := group[0].level + 1
 		content := textHash(strings.Join(ids, ","))
 		it := summaryItem{level: level, index: group[0].index / groupSize, from: group[0].from, to: group[len(group)-1].to, id: content}
-		text, cached, degraded, err := e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
-			// Counted only when the merge is written: a cached one (the
-			// steady state) costs no pass over the stand-ins' messages.
-			return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), mergedFactTokens(rq, items, group, budget))
-		}, nil)
+		var text string
+		var cached bool
+		var degraded degradation
+		var err error
+		if rq.factTokens() > 0 && !rq.notes {
+			text, cached = e.mergeFromMessages(ctx, rq, level, content, it.from, it.to, func() int {
+				return mergedFactTokens(rq, items, group, budget)
+			})
+		} else {
+			text, cached, degraded, err = e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
+				// Counted only when the merge is written (notes' share).
+				return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), mergedFactTokens(rq, items, group, budget))
+			}, nil)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("folding level %d summaries: %w", level-1, err)
 		}
@@ -680,6 +683,42 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		items = append(next, items[pos+groupSize:]...)
 	}
 	return items, nil
+}
+
+// mergeFromMessages returns the merge (level) of a cut's stand-ins, the
+// messages [from, to) as received, named content: the extractive summary
+// of those messages — whoever wrote the stand-ins it replaces, an LLM's
+// prose merged would keep what a merge writes, not the facts — with facts
+// in the room facts() gives, and whether it was cached. A merge is never
+// asked of the summarizer: the first written (an LLM's, by a version
+// before this one) is kept.
+func (e *Engine) mergeFromMessages(ctx context.Context, rq *job, level int, content string, from, to int, facts func() int) (string, bool) {
+	if s, ok := e.cachedSummary(ctx, rq, "extractive", level, content, ""); ok {
+		return s, true
+	}
+	rq.misses++
+	// Counted only when the merge is written: a cached one (the steady
+	// state) costs no pass over the messages.
+	s := fitSummary(rq.conv.extractive(from, to, new(filesMemo)), e.summaryTokens(rq), facts())
+	if e.keepsWritten(rq) {
+		e.setCache(ctx, summaryKey(rq.req.Scope, "extractive", e.promptHash, level, content, ""), []byte(s))
+	}
+	return s, false
+}
+
+// keepsWritten says whether a summary written without the summarizer is
+// cached: counting never pays for a summary — the text stands in for one
+// not written yet — unless the extractive summarizer is the summarizer;
+// then the text is the summary, and observe mode keeps it (in its caller's
+// scope) as auto would, so a later cut that reuses a fold's summaries
+// finds them, as auto's does.
+func (e *Engine) keepsWritten(rq *job) bool {
+	return !rq.req.CountOnly || rq.req.observing && e.extractiveOnly()
+}
+
+// extractiveOnly says whether the extractive summarizer is the engine's.
+func (e *Engine) extractiveOnly() bool {
+	return e.summarizer == nil || e.opts.Summarizer == "extractive"
 }
 
 // mergedFactTokens bounds the facts a merge of group keeps, of a cut's
