@@ -155,6 +155,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	summaryTokens := fs.Int("summary-tokens", 1000, "default suite: the fake summarizer's summaries, of about this many tokens and keeping the facts of what they summarize, as a model's are (0: a short canned text, which understates what summaries cost)")
 	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
 	coldModes := fs.String("cold-modes", "auto", "modes whose chat replays also run the cold-turn arm: replayed again with the engine's clock moved by the idle gaps (\"\": none)")
+	replicas := fs.Int("replicas", 1, "replay each session through this many proxies that share only the cache, the requests handed to them in turn (a round-robin balancer)")
+	redisURL := fs.String("redis", "", "with --replicas: the Redis the replicas share (each with its own memory layer in front, as deployed); \"\": one memory cache")
 	check := fs.Bool("check", true, "exit non-zero when a check fails (rejected request, lost head or last message, over window, selective facts < 95%)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -168,7 +170,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
 	}
 	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
-		ColdModes: splitList(*coldModes)}
+		ColdModes: splitList(*coldModes), Replicas: *replicas, Redis: *redisURL}
 	if *summaryTokens > 0 {
 		cfg.SummaryTokens, cfg.FaithfulSummaries = *summaryTokens, true
 	}
@@ -207,7 +209,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
-		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog, ColdModes: cfg.ColdModes}
+		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog, ColdModes: cfg.ColdModes, Replicas: cfg.Replicas, Redis: cfg.Redis}
 		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
 			return err
 		}

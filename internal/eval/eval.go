@@ -96,6 +96,15 @@ type Config struct {
 	// cold-turn arm (cold.go): replayed again with the engine's clock
 	// moved by the idle gaps. Nil: auto only; empty: none.
 	ColdModes []string
+	// Replicas, above 1, replays each session through that many proxies
+	// that share only the cache, the requests handed to them in turn (a
+	// round-robin balancer): harness.Options.Replicas.
+	Replicas int
+	// Redis, if set, is the cache the replicas share (a Redis URL), each
+	// with its own memory layer in front, as deployed; "": one memory
+	// cache. Each replay then calls with a key of its own, so that no
+	// two replays share a conversation's records.
+	Redis string
 }
 
 // Row is one session replayed in one mode.
@@ -281,6 +290,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Threshold: cfg.Threshold, SummaryTokens: cfg.SummaryTokens, Generated: time.Now().UTC().Format("2006-01-02")}
 	counter := tokenizer.New(tokenizer.Options{})
+	replays := 0 // with Redis: each replay calls with a key of its own
 	for _, src := range cfg.Sources {
 		sess, facts, err := load(src)
 		if err != nil {
@@ -331,12 +341,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			// set, called before each request.
 			replayOnce := func(now func() time.Time, before func(int), configure func(*config.Config)) (*replay.Result, error) {
 				conv := &conversationOf{}
+				key := "sk-eval"
+				if cfg.Redis != "" {
+					replays++
+					key = fmt.Sprintf("sk-eval-%d-%d", time.Now().UnixNano(), replays)
+					configure = withRedis(configure, cfg.Redis)
+				}
 				st := harness.New(harness.Options{Window: src.Window, Threshold: cfg.Threshold, Target: cfg.Target, Summarizer: m.Summarizer,
 					Counter: counter, Model: model, Configure: configure, SummaryTokens: cfg.SummaryTokens, FaithfulSummaries: cfg.FaithfulSummaries,
-					Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv, Now: now})
+					Logger: cfg.ProxyLog, FeedMemory: true, Recorder: conv, Now: now, Replicas: cfg.Replicas})
 				defer st.Close()
 				opts := replay.Options{
-					ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: "sk-eval", Window: src.Window,
+					ProxyURL: st.Proxy.URL, Model: "gpt-4o", Mode: m.Header, APIKey: key, Window: src.Window,
 					Every: cfg.Every, Facts: facts, KindFacts: kindFacts(src, sess), Drain: st.Drain, DrainEach: true, Recall: recallProbe(st.App.Memory, conv),
 					Before: before,
 				}
@@ -409,6 +425,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// withRedis is configure, then the cache in Redis at url.
+func withRedis(configure func(*config.Config), url string) func(*config.Config) {
+	return func(c *config.Config) {
+		if configure != nil {
+			configure(c)
+		}
+		c.RedisURL = url
+	}
 }
 
 // geminiModel is m for the Gemini form's replays: its window, encoding and

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -77,6 +78,12 @@ type Options struct {
 	// Now is the engine's clock (app.Options.EngineClock); nil: the wall
 	// clock.
 	Now func() time.Time
+	// Replicas, above 1, puts that many proxies behind Proxy, each a
+	// stack of its own built from the same config, sharing only the
+	// cache: Cache, a Redis the config names (each replica then has its
+	// memory layer in front of it), or else one memory cache. Proxy
+	// hands them the requests in turn, as a round-robin balancer does.
+	Replicas int
 }
 
 // ScopeSecret is the stacks' scope_secret, so a test can compute the
@@ -90,8 +97,10 @@ type Stack struct {
 	Proxy   *httptest.Server
 	Engine  *condense.Engine
 	Counter *tokenizer.Counter
-	// App is the stack behind Proxy.
-	App *app.App
+	// App is the stack behind Proxy (the first, with Replicas).
+	App    *app.App
+	apps   []*app.App
+	served []atomic.Int64 // requests each replica served
 
 	mu       sync.Mutex
 	upstream http.Handler
@@ -305,15 +314,30 @@ func New(o Options) *Stack {
 	if o.Configure != nil {
 		o.Configure(&cfg)
 	}
-	a, err := app.New(context.Background(), &cfg, app.Options{
-		Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(o.Cache), Counter: o.Counter,
-		Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory, EngineClock: o.Now,
-	})
-	if err != nil {
-		panic(fmt.Sprintf("harness: %v", err))
+	shared := o.Cache
+	if o.Replicas > 1 && shared == nil && cfg.RedisURL == "" && cfg.RedisClusterURL == "" {
+		shared = cache.NewMemory(cfg.CacheMaxBytes)
 	}
-	s.App, s.Engine = a, a.Engine
-	var front http.Handler = a.Handler
+	var handlers []http.Handler
+	for range max(o.Replicas, 1) {
+		a, err := app.New(context.Background(), &cfg, app.Options{
+			Logger: o.Logger, Upstream: u, Summarizer: o.SummarizerImpl, Cache: store(shared), Counter: o.Counter,
+			Recorder: o.Recorder, UI: o.UI, FeedMemory: o.FeedMemory, EngineClock: o.Now,
+		})
+		if err != nil {
+			panic(fmt.Sprintf("harness: %v", err))
+		}
+		s.apps = append(s.apps, a)
+		handlers = append(handlers, a.Handler)
+	}
+	s.App, s.Engine = s.apps[0], s.apps[0].Engine
+	s.served = make([]atomic.Int64, len(handlers))
+	var next atomic.Uint64
+	var front http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := (next.Add(1) - 1) % uint64(len(handlers))
+		s.served[i].Add(1)
+		handlers[i].ServeHTTP(w, r)
+	})
 	if o.Front != nil {
 		front = o.Front(front)
 	}
@@ -340,6 +364,16 @@ type plainStore struct{ condense.Cache }
 func (plainStore) Ping(context.Context) error { return nil }
 func (plainStore) Stats() cache.Stats         { return cache.Stats{} }
 
+// Served returns how many requests each replica served (one count
+// without Replicas).
+func (s *Stack) Served() []int64 {
+	n := make([]int64, len(s.served))
+	for i := range s.served {
+		n[i] = s.served[i].Load()
+	}
+	return n
+}
+
 // SetUpstream puts h in front of the fake (h may call s.Fake itself).
 func (s *Stack) SetUpstream(h http.Handler) {
 	s.mu.Lock()
@@ -351,7 +385,9 @@ func (s *Stack) SetUpstream(h http.Handler) {
 func (s *Stack) Drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s.Engine.Close(ctx)
+	for _, a := range s.apps {
+		a.Engine.Close(ctx)
+	}
 }
 
 // Close stops the servers and the stack.
@@ -362,5 +398,7 @@ func (s *Stack) Close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s.App.Close(ctx)
+	for _, a := range s.apps {
+		a.Close(ctx)
+	}
 }
