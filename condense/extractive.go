@@ -640,11 +640,37 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	// Each item's text is decoded once, for the steps and the Files
 	// (which read the texts with calls or results only).
 	var texts []view.Text
+	// An assistant's words wait for the calls of its turn: in Responses
+	// they are items of their own after the message, and the words are a
+	// decision when any of them edits a file.
+	var said string
+	var turn []view.Call
+	flush := func() {
+		if said != "" {
+			label := "- Assistant: "
+			if editsFiles(turn) {
+				label = "- Decision: "
+			}
+			writeLine(&b, label, said)
+		}
+		for _, call := range turn {
+			writeLine(&b, "  - called ", call.Name, "(", keyArgs(call.Args), ")")
+		}
+		said, turn = "", nil
+	}
 	for i := from; i < to; i++ {
 		t := c.text(i)
 		if len(t.Calls) > 0 || len(t.Results) > 0 {
 			texts = append(texts, t)
 		}
+		for _, call := range t.Calls {
+			calls[call.ID] = call
+		}
+		if t.Role == "assistant" && strings.TrimSpace(t.Text) == "" && len(t.Results) == 0 {
+			turn = append(turn, t.Calls...) // a call of the turn (Responses)
+			continue
+		}
+		flush()
 		for _, r := range t.Results {
 			call := calls[r.CallID]
 			writeLine(&b, "    → ", call.Name, ": ", resultDigest(call, r.Text))
@@ -657,19 +683,14 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 		case "system", "developer":
 			writeLine(&b, "- System note: ", shorten(oneLine(t.Text), userChars))
 		case "assistant":
-			if s := firstSentences(t.Text, assistantChars); s != "" {
-				label := "- Assistant: "
-				if editsFiles(t.Calls) {
-					label = "- Decision: "
-				}
-				writeLine(&b, label, s)
-			}
+			said, turn = firstSentences(t.Text, assistantChars), t.Calls
+			continue
 		}
 		for _, call := range t.Calls {
-			calls[call.ID] = call
 			writeLine(&b, "  - called ", call.Name, "(", keyArgs(call.Args), ")")
 		}
 	}
+	flush()
 	if f := files.get(func() string { return filesOfTexts(texts) }); f != "" {
 		b.WriteString(f)
 	}

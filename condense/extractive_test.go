@@ -3,9 +3,12 @@ package condense
 import (
 	"fmt"
 	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/codec/responses"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -334,5 +337,38 @@ func TestExtractiveAllocatesPerChunk(t *testing.T) {
 	t.Logf("%.0f allocations", allocs)
 	if allocs > n/10 {
 		t.Errorf("%.0f allocations for an extractive summary of %d messages: more than one for every 10", allocs, n)
+	}
+}
+
+// TestDecisionAcrossTheTurnsItems: the assistant's words before an edit
+// are a decision whether the edit is in the same item (chat) or in an
+// item of its own after the message (Responses).
+func TestDecisionAcrossTheTurnsItems(t *testing.T) {
+	const said = "I will change a.go because the sign is dropped."
+	args := `{"cmd":"sed -i 's/a/b/' a.go"}`
+	chatBody := `{"model":"gpt-4o","messages":[{"role":"user","content":"fix it"},` +
+		`{"role":"assistant","content":"` + said + `","tool_calls":[{"id":"c1","type":"function","function":{"name":"exec_command","arguments":` + strconv.Quote(args) + `}}]},` +
+		`{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"user","content":"go on"}]}`
+	respBody := `{"model":"gpt-5","input":[{"type":"message","role":"user","content":"fix it"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"` + said + `"}]},` +
+		`{"type":"function_call","call_id":"c1","name":"exec_command","arguments":` + strconv.Quote(args) + `},` +
+		`{"type":"function_call_output","call_id":"c1","output":"ok"},{"type":"message","role":"user","content":"go on"}]}`
+	for _, tc := range []struct {
+		name  string
+		codec view.Codec
+		body  string
+	}{{"chat", chatCodec, chatBody}, {"responses", responses.New(counter), respBody}} {
+		r, err := tc.codec.Scan([]byte(tc.body), func(string) string { return tokenizer.O200kBase })
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		c, err := newConversation(r, tc.codec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		out := c.extractive(0, len(r.Items), new(filesMemo))
+		if !strings.Contains(out, "- Decision: "+said) || !strings.Contains(out, "  - called exec_command(") {
+			t.Errorf("%s: the edit's words are not a decision, or its call is gone:\n%s", tc.name, out)
+		}
 	}
 }
