@@ -642,7 +642,8 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 	var texts []view.Text
 	// An assistant's words wait for the calls of its turn: in Responses
 	// they are items of their own after the message, and the words are a
-	// decision when any of them edits a file.
+	// decision when any of them edits a file. Every item's calls are
+	// written by flush, after its line.
 	var said string
 	var turn []view.Call
 	flush := func() {
@@ -683,12 +684,9 @@ func (c *conversation) extractive(from, to int, files *filesMemo) string {
 		case "system", "developer":
 			writeLine(&b, "- System note: ", shorten(oneLine(t.Text), userChars))
 		case "assistant":
-			said, turn = firstSentences(t.Text, assistantChars), t.Calls
-			continue
+			said = firstSentences(t.Text, assistantChars)
 		}
-		for _, call := range t.Calls {
-			writeLine(&b, "  - called ", call.Name, "(", keyArgs(call.Args), ")")
-		}
+		turn = t.Calls
 	}
 	flush()
 	if f := files.get(func() string { return filesOfTexts(texts) }); f != "" {
