@@ -33,8 +33,9 @@ const (
 // maxTokens) for its facts. A summary over maxTokens keeps what the agent
 // needs, rank by rank: its Files section (a third of the fact room at
 // most), the user's words (the task), every distinct error line commands
-// printed and the assistant's decisions (its words where its calls change
-// files), within factTokens; then the assistant's other words (and any
+// printed (with its result's tool and exit status: errorHead) and the
+// assistant's decisions (its words where its calls change files), within
+// factTokens; then the assistant's other words (and any
 // other text: an LLM summary's lines, when summaries are merged), within
 // maxTokens; never the calls or the other results, whose originals the
 // summary's id and the recall tool keep. Each kept line stays in the
@@ -97,8 +98,8 @@ func fitSummary(text string, maxTokens, factTokens int) string {
 // chooseLines picks which of a summary's n lines (line(i), ranked ranks)
 // fit, rank by rank — the facts (ranks up to decisionRank) in room, the
 // assistant's other words while all kept fit say, nothing of a lower
-// rank — and returns them (keep), the error results kept without the
-// errors kept before them (shortened) and their size in bytes: an error
+// rank — and returns them (keep), the error results kept as newErrors
+// shortens them (shortened) and their size in bytes: an error
 // line repeated step after step is kept once — a result keeps the ones
 // not kept above it, or goes.
 func chooseLines(n int, ranks []int8, line func(int) string, room, say int) (keep []bool, shortened map[int]string, kept int) {
@@ -168,8 +169,9 @@ func lineRank(l string) int {
 }
 
 // newErrors returns result line l without the error lines seen holds
-// ("! …" parts, and its line count) and the error lines it adds (what
-// seen takes when l is kept); "" when none of its errors is new.
+// ("! …" parts), its line count and a first line that is no error
+// (errorHead), and the error lines it adds (what seen takes when l is
+// kept); "" when none of its errors is new.
 func newErrors(l string, seen map[string]bool) (string, []string) {
 	head, rest, ok := strings.Cut(l, " | ! ")
 	if !ok {
@@ -196,7 +198,26 @@ func newErrors(l string, seen map[string]bool) (string, []string) {
 	if len(fresh) == 0 {
 		return "", nil
 	}
-	return head + " | " + strings.Join(kept, " | "), fresh
+	return errorHead(head) + " | " + strings.Join(kept, " | "), fresh
+}
+
+// errorHead is the head of a result kept for its error lines ("→ tool:
+// first line"): the tool's name, and the first line only when it is an
+// error itself or names a digest (its id recalls the original).
+func errorHead(head string) string {
+	at := strings.Index(head, "→ ")
+	if at < 0 {
+		return head
+	}
+	name, first, ok := strings.Cut(head[at:], ": ")
+	exit := ""
+	if i := strings.LastIndex(first, " | exit "); i >= 0 {
+		first, exit = first[:i], first[i:]
+	}
+	if !ok || strings.HasPrefix(first, "[digest ") || logfacts.IsKey(first) {
+		return head
+	}
+	return head[:at] + name + exit
 }
 
 var (

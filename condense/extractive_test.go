@@ -2,6 +2,7 @@ package condense
 
 import (
 	"fmt"
+	"io"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -287,6 +288,48 @@ func TestFactsTakeTheFactRoom(t *testing.T) {
 	}
 	if big := fitSummary(b.String(), 900, 1800); !strings.Contains(big, "- Assistant:") {
 		t.Errorf("a budget the facts leave room in keeps none of the assistant's other words:\n%s", big)
+	}
+}
+
+// TestErrorResultsKeepTheirErrors: over its budget, a result kept for its
+// error lines keeps its tool's name, exit status and errors, and its
+// first line only where that is an error itself or a digest's id — the
+// room its first lines took holds more facts.
+func TestErrorResultsKeepTheirErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("- User: fix TestParseDuration\n")
+	calls, firsts := 0, 0
+	for i := 0; i < 40; i++ {
+		n, _ := fmt.Fprintf(&b, "  - called bash(command=go test ./pkg/%d)\n", i)
+		calls += n
+		first, _ := fmt.Fprintf(io.Discard, ": === RUN   TestOther%d", i)
+		firsts += first
+		fmt.Fprintf(&b, "    → bash: === RUN   TestOther%d | exit 1 | ! --- FAIL: TestParseDuration_Case%d (0.01s) | (40 lines)\n", i, i)
+		fmt.Fprintf(&b, "- Decision: I will change pkg/file%d.go because the sign is dropped (decision %d).\n", i, i)
+	}
+	b.WriteString("    → bash: error: cannot find package pkg/x | exit 1 | ! --- FAIL: TestBuild (0.01s)\n")
+	b.WriteString("    → read: [digest 68af417463ae69ee, log of 900 lines] | ! panic: nil map\n")
+	text := b.String()
+	// Room for the facts without their results' first lines, not with.
+	budget := (len(text) - calls - firsts/2) / 3
+	out := fitSummary(text, budget, budget)
+	for _, w := range []string{
+		"    → bash | exit 1 | ! --- FAIL: TestParseDuration_Case0 (0.01s)\n",
+		"    → bash: error: cannot find package pkg/x | exit 1 | ! --- FAIL: TestBuild (0.01s)\n",
+		"    → read: [digest 68af417463ae69ee, log of 900 lines] | ! panic: nil map\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("fitted summary lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "=== RUN") {
+		t.Errorf("a first line that is no error kept:\n%s", out)
+	}
+	// Without the first lines, every error line and decision fits.
+	for i := 0; i < 40; i++ {
+		if !strings.Contains(out, fmt.Sprintf("Case%d (0.01s)", i)) || !strings.Contains(out, fmt.Sprintf("(decision %d)", i)) {
+			t.Errorf("error line or decision %d lost:\n%s", i, out)
+		}
 	}
 }
 

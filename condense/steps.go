@@ -114,8 +114,6 @@ func newConversation(r *view.Request, codec view.Codec) (*conversation, error) {
 
 func (c *conversation) len() int { return len(c.req.Items) }
 
-func (c *conversation) raw(i int) string { return c.req.Raw(i) }
-
 func (c *conversation) role(i int) string { return c.req.Items[i].Role }
 
 func (c *conversation) tokens(from, to int) int {
