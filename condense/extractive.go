@@ -210,15 +210,22 @@ func errorHead(head string) string {
 		return head
 	}
 	name, first, ok := strings.Cut(head[at:], ": ")
+	if !ok {
+		return head
+	}
 	exit := ""
 	if i := strings.LastIndex(first, " | exit "); i >= 0 {
 		first, exit = first[:i], first[i:]
 	}
-	if !ok || strings.HasPrefix(first, "[digest ") || logfacts.IsKey(first) {
+	if strings.HasPrefix(first, digestRef) || logfacts.IsKey(first) {
 		return head
 	}
 	return head[:at] + name + exit
 }
+
+// digestRef begins a result's first line that names a digest (written by
+// resultDigest, read by errorHead).
+const digestRef = "[digest "
 
 var (
 	tagLine = regexp.MustCompile(`^</?[\w-]+>$`)
@@ -329,7 +336,7 @@ func resultDigest(call view.Call, text string) string {
 	if m := digestHeader.FindStringSubmatch(first); m != nil {
 		// A digest is named by its id (what recalls its original), not
 		// by its header: the room goes to its error lines.
-		first = "[digest " + m[3] + ", " + m[1] + " of " + m[2] + " lines]"
+		first = digestRef + m[3] + ", " + m[1] + " of " + m[2] + " lines]"
 		file = m[1] == selective.KindFile
 	} else {
 		file = selective.Classify(selective.Input{Tool: call.Name, Args: call.Args, Content: text}) == selective.KindFile
