@@ -326,6 +326,7 @@ func FuzzScan(f *testing.F) {
 		if r.Head < 0 || r.Head > len(r.Items) || r.Total < 0 {
 			t.Fatalf("head %d of %d items, total %d", r.Head, len(r.Items), r.Total)
 		}
+		sameParse(t, c, b)
 		if err := c.Parse(r); err != nil {
 			if !errors.Is(err, view.ErrInvalid) {
 				t.Fatalf("parse error %v is not ErrInvalid", err)

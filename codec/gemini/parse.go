@@ -3,6 +3,7 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -33,51 +34,35 @@ func (c *Codec) Parse(r *view.Request) error {
 		it := &r.Items[i]
 		*it = view.Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
 		raw := r.Raw(i)
-		g := gjson.Parse(raw)
-		if !g.IsObject() {
+		if raw == "" || raw[0] != '{' {
 			return fmt.Errorf("%w: content %d is not an object", view.ErrInvalid, i)
 		}
-		switch role := g.Get("role"); {
-		case !role.Exists(), role.String() == "user", role.String() == "function", role.String() == "model":
+		var f [2][2]int
+		firsts(raw, contentKeys[:], f[:])
+		role := gjson.Parse(raw[f[0][0]:f[0][1]])
+		switch s := role.String(); {
+		case !role.Exists(), s == "user", s == "function", s == "model":
 		default:
 			return fmt.Errorf("%w: content %d has role %s", view.ErrInvalid, i, clip(role.Raw))
 		}
-		parts := g.Get("parts")
-		if !parts.IsArray() || len(parts.Array()) == 0 {
+		parts := raw[f[1][0]:f[1][1]]
+		if p.parts = jsonscan.ArrayElemsValid(parts, p.parts[:0]); len(p.parts) == 0 {
 			return fmt.Errorf("%w: content %d has no parts", view.ErrInvalid, i)
 		}
-		bad := false
-		parts.ForEach(func(_, pt gjson.Result) bool {
-			bad = !pt.IsObject()
-			return !bad
-		})
-		if bad {
-			return fmt.Errorf("%w: content %d has a part that is not an object", view.ErrInvalid, i)
+		for k, e := range p.parts {
+			if parts[e[0]] != '{' {
+				return fmt.Errorf("%w: content %d has a part that is not an object", view.ErrInvalid, i)
+			}
+			p.parts[k] = [2]int{f[1][0] + e[0], f[1][0] + e[1]} // within raw
 		}
-		if roleOf(g) == "model" {
+		if role.String() == "model" {
 			it.Role = view.RoleAssistant
-			p.calls = p.calls[:0]
-			parts.ForEach(func(_, pt gjson.Result) bool {
-				if fc := field(pt, "functionCall", "function_call"); fc.Exists() {
-					name := fc.Get("name").String()
-					id := fc.Get("id").String()
-					if id == "" {
-						id = fmt.Sprintf("%s#%x.%d", name, it.Hash, len(p.calls))
-					}
-					p.calls = append(p.calls, view.Call{ID: id, Name: name, Args: fc.Get("args").Raw})
-				}
-				if pt.Get("thought").Bool() || field(pt, "thoughtSignature", "thought_signature").Exists() ||
-					field(pt, "executableCode", "executable_code").Exists() || field(pt, "codeExecutionResult", "code_execution_result").Exists() {
-					it.Frozen = true
-				}
-				return true
-			})
-			it.Calls = p.callS.Copy(p.calls)
+			p.model(it, raw)
 			prevCalls = it.Calls
 			continue
 		}
 		it.Role = view.RoleUser
-		if err := p.user(it, raw, parts, prevCalls, i); err != nil {
+		if err := p.user(it, raw, prevCalls, i); err != nil {
 			return err
 		}
 		prevCalls = nil
@@ -94,8 +79,52 @@ func (c *Codec) Parse(r *view.Request) error {
 	return nil
 }
 
+// The fields Parse reads, by their place in these lists.
+var (
+	contentKeys = [...]string{"role", "parts"}
+	partKeys    = [...]string{"functionCall", "function_call", "thought", "thoughtSignature", "thought_signature",
+		"executableCode", "executable_code", "codeExecutionResult", "code_execution_result", "functionResponse", "function_response"}
+	callKeys     = [...]string{"name", "id", "args"}
+	responseKeys = [...]string{"id", "name", "parts", "response"}
+)
+
+const (
+	pCall, pCallSnake = 0, 1
+	pThought          = 2
+	pResponse         = 9
+	pResponseSnake    = 10
+)
+
+// firsts sets spans[j] to the span, within obj (an object of a body Scan
+// accepted), of the value of obj's first field named keys[j] ({0, 0}:
+// none) — the field gjson's Get finds, in one pass over obj.
+func firsts(obj string, keys []string, spans [][2]int) {
+	if !jsonscan.FirstsValid(obj, keys, spans) {
+		return
+	}
+	// A key holds an escape that may decode to one of keys: gjson
+	// decodes them.
+	g := gjson.Parse(obj)
+	for j, k := range keys {
+		spans[j] = [2]int{}
+		if v := g.Get(k); v.Exists() {
+			spans[j] = [2]int{v.Index, v.Index + len(v.Raw)}
+		}
+	}
+}
+
+// either is the span of a field written in camel case (spans[camel]) or
+// snake case (spans[snake]): the later one when both are (as field).
+func either(spans [][2]int, camel, snake int) [2]int {
+	if s := spans[snake]; s[1] > 0 && (spans[camel][1] == 0 || s[0] > spans[camel][0]) {
+		return s
+	}
+	return spans[camel]
+}
+
 // parser is what Parse reuses from content to content.
 type parser struct {
+	parts   [][2]int // the current content's parts, within its raw JSON
 	calls   []view.Call
 	answers []string
 	outputs []view.Output
@@ -104,19 +133,50 @@ type parser struct {
 	outS    slab.Slab[view.Output]
 }
 
+// model fills in a model content: its calls (functionCall parts, by their
+// id or a name the codec gives them), frozen when a part is a thought, is
+// signed or runs code.
+func (p *parser) model(it *view.Item, raw string) {
+	p.calls = p.calls[:0]
+	var f [len(partKeys)][2]int
+	var cf [len(callKeys)][2]int
+	for _, e := range p.parts {
+		pt := raw[e[0]:e[1]]
+		firsts(pt, partKeys[:], f[:])
+		if fc := either(f[:], pCall, pCallSnake); fc[1] > 0 {
+			firsts(pt[fc[0]:fc[1]], callKeys[:], cf[:])
+			val := func(k int) string { return pt[fc[0]+cf[k][0] : fc[0]+cf[k][1]] }
+			name, id := gjson.Parse(val(0)).String(), gjson.Parse(val(1)).String()
+			if id == "" {
+				id = fmt.Sprintf("%s#%x.%d", name, it.Hash, len(p.calls))
+			}
+			p.calls = append(p.calls, view.Call{ID: id, Name: name, Args: val(2)})
+		}
+		if gjson.Parse(pt[f[pThought][0]:f[pThought][1]]).Bool() || slices.ContainsFunc(f[pThought+1:pResponse], func(s [2]int) bool { return s[1] > 0 }) {
+			it.Frozen = true
+		}
+	}
+	it.Calls = p.callS.Copy(p.calls)
+}
+
 // user fills in a user content: the responses it carries, or its own
 // text.
-func (p *parser) user(it *view.Item, raw string, parts gjson.Result, prev []view.Call, i int) error {
+func (p *parser) user(it *view.Item, raw string, prev []view.Call, i int) error {
 	p.answers, p.outputs = p.answers[:0], p.outputs[:0]
-	var err error
 	answered := make([]bool, len(prev))
-	parts.ForEach(func(_, pt gjson.Result) bool {
-		fr := field(pt, "functionResponse", "function_response")
-		if !fr.Exists() {
-			return true
+	var f [len(partKeys)][2]int
+	var rf [len(responseKeys)][2]int
+	for _, e := range p.parts {
+		pt := raw[e[0]:e[1]]
+		firsts(pt, partKeys[:], f[:])
+		fr := either(f[:], pResponse, pResponseSnake)
+		if fr[1] == 0 {
+			continue
 		}
+		firsts(pt[fr[0]:fr[1]], responseKeys[:], rf[:])
+		val := func(k int) string { return gjson.Parse(pt[fr[0]+rf[k][0] : fr[0]+rf[k][1]]).String() }
 		k := -1
-		if id := fr.Get("id").String(); id != "" {
+		if id := val(0); id != "" {
 			for j, c := range prev {
 				if c.ID == id && !answered[j] {
 					k = j
@@ -127,7 +187,7 @@ func (p *parser) user(it *view.Item, raw string, parts gjson.Result, prev []view
 		if k < 0 {
 			// By name: a response without an id, or with one its client
 			// made up for a call that had none (Gemini CLI does).
-			name := fr.Get("name").String()
+			name := val(1)
 			for j, c := range prev {
 				if c.Name == name && !answered[j] {
 					k = j
@@ -136,24 +196,19 @@ func (p *parser) user(it *view.Item, raw string, parts gjson.Result, prev []view
 			}
 		}
 		if k < 0 {
-			err = fmt.Errorf("%w: content %d has a functionResponse answering no call of the content before it", view.ErrInvalid, i)
-			return false
+			return fmt.Errorf("%w: content %d has a functionResponse answering no call of the content before it", view.ErrInvalid, i)
 		}
 		answered[k] = true
-		start := it.Start + pt.Index
-		out := view.Output{CallID: prev[k].ID, Start: start, End: start + len(pt.Raw)}
-		out.Tokens = int(int64(it.Tokens) * int64(len(pt.Raw)) / int64(max(len(raw), 1)))
-		if s, e, ok := responseString(pt.Raw); ok {
+		start := it.Start + e[0]
+		out := view.Output{CallID: prev[k].ID, Start: start, End: start + len(pt)}
+		out.Tokens = int(int64(it.Tokens) * int64(len(pt)) / int64(max(len(raw), 1)))
+		if s, e, ok := stringResponse(pt, fr, rf[2], rf[3]); ok {
 			out.Value = [2]int{s, e}
 		} else {
 			out.Frozen = true
 		}
 		p.answers = append(p.answers, prev[k].ID)
 		p.outputs = append(p.outputs, out)
-		return true
-	})
-	if err != nil {
-		return err
 	}
 	if len(p.answers) > 0 {
 		it.Answers, it.Outputs = p.answerS.Copy(p.answers), p.outS.Copy(p.outputs)
@@ -177,27 +232,37 @@ func (p *parser) user(it *view.Item, raw string, parts gjson.Result, prev []view
 // field when it is a string ({"output": "…"}); ok is false for any other
 // response, or one carrying parts (media).
 func responseString(part string) (start, end int, ok bool) {
-	g := gjson.Parse(part)
-	fr := field(g, "functionResponse", "function_response")
-	if !fr.IsObject() || fr.Get("parts").Exists() {
+	var f [len(partKeys)][2]int
+	firsts(part, partKeys[:], f[:])
+	fr := either(f[:], pResponse, pResponseSnake)
+	if fr[1] == 0 {
 		return 0, 0, false
 	}
-	resp := fr.Get("response")
-	if !resp.IsObject() {
+	var rf [len(responseKeys)][2]int
+	firsts(part[fr[0]:fr[1]], responseKeys[:], rf[:])
+	return stringResponse(part, fr, rf[2], rf[3])
+}
+
+// stringResponse is responseString given the spans of the part's
+// functionResponse (fr, within part) and of that's parts and response
+// fields (within fr).
+func stringResponse(part string, fr, parts, resp [2]int) (start, end int, ok bool) {
+	if part[fr[0]] != '{' || parts[1] > 0 || resp[1] == 0 {
 		return 0, 0, false
 	}
-	n := 0
-	var val gjson.Result
-	resp.ForEach(func(_, v gjson.Result) bool {
-		n++
-		val = v
-		return n < 2
-	})
-	if n != 1 || val.Type != gjson.String {
+	obj := part[fr[0]+resp[0] : fr[0]+resp[1]]
+	if obj[0] != '{' {
 		return 0, 0, false
 	}
-	start = val.Index
-	return start, start + len(val.Raw), start > 0 && start+len(val.Raw) <= len(part) && part[start:start+len(val.Raw)] == val.Raw
+	_, v, next, ok := jsonscan.NextFieldValid(obj, 1)
+	if !ok || obj[v[0]] != '"' {
+		return 0, 0, false
+	}
+	if _, _, _, more := jsonscan.NextFieldValid(obj, next); more {
+		return 0, 0, false
+	}
+	start = fr[0] + resp[0] + v[0]
+	return start, start + v[1] - v[0], true
 }
 
 // ownText returns the span, within raw (a user content), of its text when
