@@ -756,6 +756,9 @@ func spliced(rq *job, e view.Edit) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a, ok := top.codec.(view.Aligner); ok {
+		e = a.Align(top.in, e)
+	}
 	out, err := top.codec.Splice(top.in, e)
 	if err != nil {
 		return nil, err

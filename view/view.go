@@ -20,7 +20,8 @@
 // A codec owns every byte of its format in both directions. Besides
 // Codec, it has optional capabilities, each a small interface found by
 // type assertion: Deriver (the scan of an edited body, from the edit),
-// Finisher (a last adjustment of a condensed body), Asker (a summary
+// Finisher (a last adjustment of a condensed body), Aligner (the items a
+// splice adds at an edit's seams), Asker (a summary
 // asked in place), Tools (the tool the proxy answers itself), Meter (the
 // upstream's answers: end of turn, failure, tool calls, usage), Pinger
 // (keep-alive pings), SummaryAPI (summary requests and their answers),
@@ -242,6 +243,15 @@ type Codec interface {
 // outgoing request.
 type Finisher interface {
 	Finish(in *Request, out []byte) (body []byte, headers []Header, err error)
+}
+
+// Aligner is an optional capability of a Codec whose Splice adds items at
+// an edit's seams (Gemini: a filler turn where two contents of one role
+// would meet): Align returns e with those items inserted, the edit Splice
+// applies, so that the engine lays the derived request (Deriver) out as
+// the body is. Splice of an aligned edit adds nothing more.
+type Aligner interface {
+	Align(r *Request, e Edit) Edit
 }
 
 // Header is one header to add to the outgoing request.

@@ -213,8 +213,36 @@ func (c *Codec) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 	if e.From < 0 || e.From > e.To || e.To > len(r.Items) {
 		return nil, errors.New("gemini: splice out of range")
 	}
+	return view.SpliceArray(r, r.Array, c.Align(r, e))
+}
+
+var _ view.Aligner = (*Codec)(nil)
+
+// Align implements view.Aligner: e with the filler turns that keep the
+// roles alternating across its seams (alternate); aligning an aligned
+// edit adds none.
+func (*Codec) Align(r *view.Request, e view.Edit) view.Edit {
 	e.Insert = alternate(r, e)
-	return view.SpliceArray(r, r.Array, e)
+	return e
+}
+
+var _ view.Deriver = (*Codec)(nil)
+
+// Derive implements view.Deriver: Scan of out laid out as l (an aligned
+// edit's: Align). The contents carried keep their counts; the new or
+// changed ones are counted as Scan counts them; the system instruction,
+// the tools and the rest are carried.
+func (c *Codec) Derive(in *view.Request, out []byte, l view.Layout) (*view.Request, error) {
+	r, err := items.Derive(c.counter, in, out, l, "gemini-content", false, c.countContent)
+	if err != nil {
+		return nil, err
+	}
+	r.Untouchable = in.Untouchable
+	r.Head = scanHead(r)
+	if n := len(r.Items); n > 0 {
+		r.Compaction = lastCompaction(r.Raw(n - 1))
+	}
+	return r, nil
 }
 
 // alternate returns e's inserts with the fillers that keep the roles

@@ -1,0 +1,88 @@
+package gemini
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/condense-proxy/condense-proxy/cache"
+	"github.com/condense-proxy/condense-proxy/condense"
+	"github.com/condense-proxy/condense-proxy/internal/derivecheck"
+	"github.com/condense-proxy/condense-proxy/tokenizer"
+	"github.com/condense-proxy/condense-proxy/view"
+)
+
+// counting is the codec counting its scans and splices, and the splices
+// of a body other than the one it was told is received.
+type counting struct {
+	*Codec
+	received                []byte
+	scans, splices, ofACopy atomic.Int32
+}
+
+func (c *counting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
+	c.scans.Add(1)
+	return c.Codec.Scan(body, enc)
+}
+
+func (c *counting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
+	c.splices.Add(1)
+	if len(r.Body) == 0 || &r.Body[0] != &c.received[0] {
+		c.ofACopy.Add(1)
+	}
+	return c.Codec.Splice(r, e)
+}
+
+// TestCondensedOnce: condensing a Gemini request whose summaries and
+// digests are cached scans the body as received once and splices it once
+// (not at all when digests alone condense it) — the condensed body's
+// count comes from the edit, filler turns included (Align) —, in every
+// mode. (TestMain's checks, which scan every derived body, are off while
+// it runs.)
+func TestCondensedOnce(t *testing.T) {
+	condense.VerifyDerived(nil)
+	defer condense.VerifyDerived(derivecheck.Record)
+	b := body(cliSession(31, 40))
+	for _, o := range []struct {
+		mode    string
+		window  int
+		applied string
+	}{
+		{condense.ModeFull, 30000, condense.AppliedFull},
+		{condense.ModeSelective, 60000, condense.AppliedSelective},
+		{condense.ModeTruncate, 30000, condense.AppliedTruncate},
+		{condense.ModeSelective, 12000, condense.AppliedTruncate},
+		{condense.ModeAuto, 30000, ""},
+	} {
+		e := condense.New(condense.Deps{
+			Counter: sharedCounter,
+			Models: condense.ModelsFunc(func(string) condense.ModelLimits {
+				return condense.ModelLimits{Window: o.window, Threshold: 0.8, Encoding: tokenizer.O200kBase, SafetyFactor: 1}
+			}),
+			Cache: cache.NewMemory(64 << 20),
+		}, condense.Options{Summarizer: "extractive", SelectiveEnabled: true})
+		c := &counting{Codec: New(sharedCounter).WithModel("gemini-2.5-pro").(*Codec), received: b}
+		req := condense.Request{Body: b, Codec: c, Scope: "s", Mode: o.mode}
+		if _, err := e.Condense(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		c.scans.Store(0)
+		c.splices.Store(0)
+		res, err := e.Condense(context.Background(), req)
+		if err != nil || res.Report.Applied == condense.AppliedNone || o.applied != "" && res.Report.Applied != o.applied {
+			t.Fatalf("%s at %d: %v %s (%s)", o.mode, o.window, err, res.Report.Applied, res.Report.Reason)
+		}
+		want := int32(0)
+		for _, ch := range res.Report.Changes {
+			if ch.Kind != condense.ChangeDigest {
+				want = 1
+			}
+		}
+		if s, sp := c.scans.Load(), c.splices.Load(); s != 1 || sp != want {
+			t.Errorf("%s at %d (%s): %d scans and %d splices of one request, want 1 and %d", o.mode, o.window, res.Report.Applied, s, sp, want)
+		}
+		if n := c.ofACopy.Load(); n != 0 {
+			t.Errorf("%s at %d: %d splices of a copy", o.mode, o.window, n)
+		}
+	}
+}
