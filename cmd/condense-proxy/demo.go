@@ -48,8 +48,8 @@ const demoScopeHeader = "X-Condense-Demo-Scope"
 
 // demo runs the proxy (the default configuration, in-memory cache, its
 // summaries written by the scripted model) in front of a scripted
-// upstream in this process (internal/scripted: chat completions, Messages
-// and Responses, JSON and SSE, tool calls), replays the sample session
+// upstream in this process (internal/scripted: chat completions, Messages,
+// Responses and Gemini, JSON and SSE, tool calls), replays the sample session
 // through it one turn at a time — printing the live page's address, its
 // admin key and one line per request — then keeps serving until ctx ends
 // (Ctrl-C). ready, if not nil, receives the proxy's base URL and the
@@ -65,9 +65,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer, ready ch
 
 Runs the proxy in front of a built-in scripted model (no provider, no API key) and replays a
 sample coding session through it at a small window, so its requests are condensed; open the live
-page it prints to watch. It keeps serving until Ctrl-C: point Claude Code, Codex or any OpenAI- or
-Anthropic-compatible client at it (the commands are printed); the scripted model lists the
-directory, reads a file and answers.
+page it prints to watch. It keeps serving until Ctrl-C: point Claude Code, Codex, Gemini CLI or any
+OpenAI-, Anthropic- or Gemini-compatible client at it (the commands are printed); the scripted model
+lists the directory, reads a file and answers.
 
 %s`, fs.FlagUsages())
 	}
@@ -271,12 +271,13 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// agentCommands are the commands that point Claude Code and Codex at the
-// demo at base, and any OpenAI-compatible client.
+// agentCommands are the commands that point Claude Code, Codex and Gemini
+// CLI at the demo at base, and any OpenAI-compatible client.
 func agentCommands(base string) string {
 	return fmt.Sprintf(`  Claude Code:  ANTHROPIC_BASE_URL=%[1]s ANTHROPIC_API_KEY=sk-demo claude
   Codex:        DEMO_KEY=sk-demo codex -m gpt-5.5 -c model_provider=demo \
                   -c 'model_providers.demo={name="condense-proxy demo", base_url="%[1]s/v1", env_key="DEMO_KEY", wire_api="responses"}'
+  Gemini CLI:   GOOGLE_GEMINI_BASE_URL=%[1]s GEMINI_API_KEY=sk-demo gemini   (auth: "Use Gemini API key")
   Others:       base URL %[1]s/v1, any key, any model name
 `, base)
 }

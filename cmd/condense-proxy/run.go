@@ -61,8 +61,9 @@ func usage(w io.Writer) {
        condense-proxy version                   print the version
 
 The proxy condenses chat completions (/v1/chat/completions), Anthropic Messages (/v1/messages,
-Claude Code) and OpenAI Responses (/v1/responses, Codex) requests over their model's threshold;
-every other path goes to the upstream unchanged.
+Claude Code), OpenAI Responses (/v1/responses, Codex) and Gemini (/v1beta/models/{model}:generateContent
+and :streamGenerateContent, Gemini CLI) requests over their model's threshold; every other path goes
+to the upstream unchanged.
 Run "condense-proxy serve --help" for the flags, "condense-proxy condense --help" for the offline command.
 `)
 }
@@ -70,9 +71,10 @@ Run "condense-proxy serve --help" for the flags, "condense-proxy condense --help
 // serveUsage heads serve --help.
 const serveUsage = `usage: condense-proxy serve [flags]
 
-Runs the proxy. POST /v1/chat/completions, /v1/messages (Anthropic Messages; count_tokens too) and
-/v1/responses (OpenAI Responses) are counted and, over the model's threshold, condensed; every other
-path goes to the upstream unchanged. /ui is the live page; /healthz, /readyz and /metrics the probes.
+Runs the proxy. POST /v1/chat/completions, /v1/messages (Anthropic Messages; count_tokens too),
+/v1/responses (OpenAI Responses) and /v1beta/models/{model}:generateContent (Gemini; its stream and
+countTokens too) are counted and, over the model's threshold, condensed; every other path goes to the
+upstream unchanged. /ui is the live page; /healthz, /readyz and /metrics the probes.
 Other commands: demo, condense (offline), health, version ("condense-proxy help").
 
 Every flag is also an environment variable CONDENSE_<KEY> and a key of the --config YAML file

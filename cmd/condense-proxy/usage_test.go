@@ -18,15 +18,15 @@ import (
 )
 
 // TestUsageTexts: each usage text names what a user needs from it — the
-// subcommands and the three APIs the proxy condenses.
+// subcommands and the four APIs the proxy condenses.
 func TestUsageTexts(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
 		want []string
 	}{
-		{"help", []string{"help"}, []string{"serve", "condense [flags] FILE|-", "health [URL]", "version", "/v1/chat/completions", "/v1/messages", "Anthropic Messages", "/v1/responses", "OpenAI Responses"}},
-		{"serve --help", []string{"serve", "--help"}, []string{"/v1/chat/completions", "/v1/messages", "/v1/responses", "health", "condense", "CONDENSE_<KEY>", "--min-savings-tokens"}},
+		{"help", []string{"help"}, []string{"serve", "condense [flags] FILE|-", "health [URL]", "version", "/v1/chat/completions", "/v1/messages", "Anthropic Messages", "/v1/responses", "OpenAI Responses", "Gemini", ":generateContent"}},
+		{"serve --help", []string{"serve", "--help"}, []string{"/v1/chat/completions", "/v1/messages", "/v1/responses", ":generateContent", "health", "condense", "CONDENSE_<KEY>", "--min-savings-tokens"}},
 		{"condense --help", []string{"condense", "--help"}, []string{"chat completions", "Anthropic Messages", "OpenAI Responses", "--format"}},
 		{"health --help", []string{"health", "--help"}, []string{"usage: condense-proxy health", "/healthz"}},
 	}

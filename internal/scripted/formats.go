@@ -220,3 +220,55 @@ func responsesSSE(s *sse, a answer, now time.Time) {
 	}
 	ev("response.completed", obj{"response": response(a, now, "completed", items, responsesUsage(a))})
 }
+
+// ---- Gemini generateContent
+
+func geminiUsage(a answer) obj {
+	return obj{"promptTokenCount": a.inputTokens, "candidatesTokenCount": a.outputTokens,
+		"totalTokenCount": a.inputTokens + a.outputTokens, "cachedContentTokenCount": a.cacheRead}
+}
+
+// geminiResponse is one GenerateContentResponse: parts, and the finish
+// reason and usage when it ends the answer.
+func geminiResponse(a answer, parts []obj, last bool) obj {
+	cand := obj{"content": obj{"role": "model", "parts": parts}, "index": 0}
+	resp := obj{"candidates": []obj{cand}, "modelVersion": a.model, "responseId": a.id}
+	if last {
+		cand["finishReason"] = "STOP"
+		resp["usageMetadata"] = geminiUsage(a)
+	}
+	return resp
+}
+
+// geminiCall is the functionCall part of a's call.
+func geminiCall(a answer) obj {
+	return obj{"functionCall": obj{"id": a.call.id, "name": a.call.name, "args": json.RawMessage(a.call.args)}}
+}
+
+func geminiJSON(a answer) []byte {
+	var parts []obj
+	if a.text != "" {
+		parts = append(parts, obj{"text": a.text})
+	}
+	if a.call != nil {
+		parts = append(parts, geminiCall(a))
+	}
+	return mustJSON(geminiResponse(a, parts, true))
+}
+
+// geminiSSE streams a as Gemini does with alt=sse: data-only events, each
+// a GenerateContentResponse; the text in pieces, the call whole, the last
+// one with the finish reason and the usage.
+func geminiSSE(s *sse, a answer) {
+	ps := pieces(a.text, 3)
+	for i, p := range ps {
+		s.event("", mustJSON(geminiResponse(a, []obj{{"text": p}}, a.call == nil && i == len(ps)-1)))
+	}
+	if a.call != nil || len(ps) == 0 {
+		parts := []obj{{"text": ""}}
+		if a.call != nil {
+			parts = []obj{geminiCall(a)}
+		}
+		s.event("", mustJSON(geminiResponse(a, parts, true)))
+	}
+}

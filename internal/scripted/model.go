@@ -196,20 +196,31 @@ func shellCall(format string, tools []tool, step int, results map[int]string) (c
 var fileName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]*\.[A-Za-z0-9]+$`)
 
 // listing returns the lines of a command's output: the output itself
-// when the tool wraps it (Codex's exec_command puts a header before
-// "Output:").
+// when the tool wraps it — Codex's exec_command puts a header before
+// "Output:"; Gemini CLI's run_shell_command writes "Output: " before the
+// first line and fields (Exit Code: …) after the last, in tags.
 func listing(out string) []string {
-	if i := strings.Index(out, "Output:\n"); i >= 0 {
-		out = out[i+len("Output:\n"):]
+	if i := strings.Index(out, "Output:"); i >= 0 && (i == 0 || out[i-1] == '\n') {
+		out = out[i+len("Output:"):]
 	}
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
+		l = strings.TrimSpace(l)
+		if toolField.MatchString(l) {
+			break
+		}
+		if l != "" && !tagLine.MatchString(l) {
 			lines = append(lines, l)
 		}
 	}
 	return lines
 }
+
+var (
+	// toolField is a field a shell tool writes after a command's output.
+	toolField = regexp.MustCompile(`^(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): `)
+	tagLine   = regexp.MustCompile(`^</?[\w-]+>$`)
+)
 
 // pickFile returns a file of an ls output to read: a README first, else
 // the first file with an extension.

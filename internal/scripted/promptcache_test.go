@@ -18,8 +18,9 @@ import (
 // read.
 func TestPromptCache(t *testing.T) {
 	cached := map[string]string{"chat": "usage.prompt_tokens_details.cached_tokens",
-		"messages": "usage.cache_read_input_tokens", "responses": "usage.input_tokens_details.cached_tokens"}
-	prompt := map[string]string{"chat": "usage.prompt_tokens", "responses": "usage.input_tokens"}
+		"messages": "usage.cache_read_input_tokens", "responses": "usage.input_tokens_details.cached_tokens",
+		"gemini": "usageMetadata.cachedContentTokenCount"}
+	prompt := map[string]string{"chat": "usage.prompt_tokens", "responses": "usage.input_tokens", "gemini": "usageMetadata.promptTokenCount"}
 	long := strings.Repeat("the build log says nothing new here; ", 400)
 	for _, a := range apis() {
 		t.Run(a.name, func(t *testing.T) {
@@ -28,8 +29,11 @@ func TestPromptCache(t *testing.T) {
 			u.now = func() time.Time { return now }
 			srv := httptest.NewServer(u)
 			defer srv.Close()
-			key := map[string]string{"chat": "messages", "messages": "messages", "responses": "input"}[a.name]
+			key := map[string]string{"chat": "messages", "messages": "messages", "responses": "input", "gemini": "contents"}[a.name]
 			last := fmt.Sprintf("%s.%d.content", key, gjson.Get(a.first, key+".#").Int()-1)
+			if a.name == "gemini" {
+				last = fmt.Sprintf("%s.%d.parts.0.text", key, gjson.Get(a.first, key+".#").Int()-1)
+			}
 			body, err := sjson.SetBytes([]byte(a.first), last, long)
 			if err != nil {
 				t.Fatal(err)

@@ -20,7 +20,7 @@ func includeUsage(body []byte) bool {
 
 // maxAnswer is the request's bound on the answer, in tokens (0: none).
 func maxAnswer(body []byte) int {
-	for _, k := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens"} {
+	for _, k := range []string{"max_tokens", "max_completion_tokens", "max_output_tokens", "generationConfig.maxOutputTokens"} {
 		if v := gjson.GetBytes(body, k); v.Type == gjson.Number && v.Int() > 0 {
 			return int(v.Int())
 		}
@@ -35,19 +35,40 @@ type tool struct {
 	props map[string]string
 }
 
-// offeredTools lists the request's function tools, in any of the three
+// offeredTools lists the request's function tools, in any of the four
 // APIs' shapes: chat's {type:function, function:{name, parameters}},
 // Messages' {name, input_schema}, Responses' {type:function, name,
-// parameters}. A request whose tool_choice is "none" offers none.
+// parameters}, Gemini's {functionDeclarations: [{name, parameters or
+// parametersJsonSchema}]}. A request whose tool_choice is "none" (Gemini:
+// toolConfig's mode NONE) offers none.
 func offeredTools(body []byte) []tool {
-	if c := gjson.GetBytes(body, "tool_choice"); c.Str == "none" || c.Get("type").Str == "none" {
+	if c := gjson.GetBytes(body, "tool_choice"); c.Str == "none" || c.Get("type").Str == "none" ||
+		gjson.GetBytes(body, "toolConfig.functionCallingConfig.mode").Str == "NONE" {
 		return nil
 	}
 	var out []tool
+	add := func(name string, schema gjson.Result) {
+		tl := tool{name: name, props: map[string]string{}}
+		schema.Get("properties").ForEach(func(k, v gjson.Result) bool {
+			tl.props[k.Str] = v.Get("type").String()
+			return true
+		})
+		out = append(out, tl)
+	}
 	gjson.GetBytes(body, "tools").ForEach(func(_, t gjson.Result) bool {
 		var name string
 		var schema gjson.Result
 		switch {
+		case t.Get("functionDeclarations").IsArray():
+			t.Get("functionDeclarations").ForEach(func(_, d gjson.Result) bool {
+				schema := d.Get("parametersJsonSchema")
+				if !schema.Exists() {
+					schema = d.Get("parameters")
+				}
+				add(d.Get("name").Str, schema)
+				return true
+			})
+			return true
 		case t.Get("function.name").Exists():
 			name, schema = t.Get("function.name").Str, t.Get("function.parameters")
 		case t.Get("input_schema").Exists():
@@ -57,12 +78,7 @@ func offeredTools(body []byte) []tool {
 		default:
 			return true // a server or custom tool
 		}
-		tl := tool{name: name, props: map[string]string{}}
-		schema.Get("properties").ForEach(func(k, v gjson.Result) bool {
-			tl.props[k.Str] = v.Get("type").String()
-			return true
-		})
-		out = append(out, tl)
+		add(name, schema)
 		return true
 	})
 	return out

@@ -1,13 +1,15 @@
 // Package scripted is the scripted model behind `condense-proxy demo`: an
-// upstream that answers the three APIs the proxy speaks — chat
+// upstream that answers the four APIs the proxy speaks — chat
 // completions (POST /v1/chat/completions), Anthropic Messages (POST
-// /v1/messages and /v1/messages/count_tokens) and OpenAI Responses (POST
-// /v1/responses) —, as JSON or as server-sent events when the request
-// streams, in the shapes the official SDKs, Claude Code and Codex read.
-// No LLM is involved: the answers are made from the request.
+// /v1/messages and /v1/messages/count_tokens), OpenAI Responses (POST
+// /v1/responses) and Gemini (POST /v1beta/models/{model}:generateContent,
+// :streamGenerateContent and :countTokens, and under /v1/) —, as JSON or
+// as server-sent events when the request streams, in the shapes the
+// official SDKs, Claude Code, Codex and Gemini CLI read. No LLM is
+// involved: the answers are made from the request.
 //
 // A request is read with the codec of its API (codec/chat,
-// codec/messages, codec/responses: Scan, Parse, Text); the model then
+// codec/messages, codec/responses, codec/gemini: Scan, Parse, Text); the model then
 // picks one of these answers (model.go):
 //   - a summary, when the request is one of condense-proxy's summarizer
 //     calls (its transcript prompt, or a summary asked in place) or an
@@ -40,6 +42,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/gemini"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	"github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
@@ -74,6 +77,7 @@ type Upstream struct {
 	chat    *chat.Codec
 	msgs    *messages.Codec
 	resp    *responses.Codec
+	gem     *gemini.Codec
 	now     func() time.Time
 	cache   promptCache
 }
@@ -95,7 +99,7 @@ func New(o Options) *Upstream {
 		o.Counter = tokenizer.New(tokenizer.Options{})
 	}
 	return &Upstream{opts: o, counter: o.Counter, chat: chat.New(o.Counter), msgs: messages.New(o.Counter),
-		resp: responses.New(o.Counter), now: time.Now}
+		resp: responses.New(o.Counter), gem: gemini.New(o.Counter), now: time.Now}
 }
 
 // encoding is the tokenizer encoding every request is counted with.
@@ -103,6 +107,10 @@ func encoding(string) string { return tokenizer.O200kBase }
 
 // ServeHTTP implements http.Handler.
 func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if model, method, ok := geminiRoute(r.URL.Path); ok {
+		u.serveGemini(w, r, model, method)
+		return
+	}
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	path = "/" + strings.TrimPrefix(strings.TrimPrefix(path, "/v1"), "/")
 	switch path {
@@ -112,7 +120,7 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "condense-proxy demo: a scripted upstream (no LLM). POST /v1/chat/completions, /v1/messages or /v1/responses.\n")
+		io.WriteString(w, "condense-proxy demo: a scripted upstream (no LLM). POST /v1/chat/completions, /v1/messages, /v1/responses or /v1beta/models/{model}:generateContent.\n")
 		return
 	case "/models":
 		if r.Method != http.MethodGet {
@@ -126,8 +134,11 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"/responses": u.resp}[path]
 	if !ok {
 		var c view.Codec = u.chat
-		if strings.HasPrefix(path, "/messages") || r.Header.Get("Anthropic-Version") != "" {
+		switch {
+		case strings.HasPrefix(path, "/messages") || r.Header.Get("Anthropic-Version") != "":
 			c = u.msgs
+		case strings.HasPrefix(r.URL.Path, "/v1beta/"):
+			c = u.gem
 		}
 		u.refuse(w, r, c, http.StatusNotFound, "not_found_error", "the demo's scripted upstream has no "+r.URL.Path)
 		return
@@ -136,18 +147,8 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.refuse(w, r, api, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, u.opts.MaxBody+1))
-	if err != nil {
-		u.refuse(w, r, api, http.StatusBadRequest, "invalid_request_error", "reading the body: "+err.Error())
-		return
-	}
-	if int64(len(body)) > u.opts.MaxBody {
-		u.refuse(w, r, api, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body is over %d bytes", u.opts.MaxBody))
-		return
-	}
-	req, err := u.read(api, body)
-	if err != nil {
-		u.refuse(w, r, api, http.StatusBadRequest, "invalid_request_error", err.Error())
+	body, req, ok := u.request(w, r, api)
+	if !ok {
 		return
 	}
 	if path == "/messages/count_tokens" {
@@ -155,6 +156,31 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"input_tokens":%d}`, req.Total)
 		return
 	}
+	u.respond(w, r, api, req, streams(body), includeUsage(body))
+}
+
+// request reads and parses the body of r, a request of api, or answers
+// the error (ok is false).
+func (u *Upstream) request(w http.ResponseWriter, r *http.Request, api view.Codec) (body []byte, req *view.Request, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, u.opts.MaxBody+1))
+	if err != nil {
+		u.refuse(w, r, api, http.StatusBadRequest, "invalid_request_error", "reading the body: "+err.Error())
+		return nil, nil, false
+	}
+	if int64(len(body)) > u.opts.MaxBody {
+		u.refuse(w, r, api, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the body is over %d bytes", u.opts.MaxBody))
+		return nil, nil, false
+	}
+	req, err = u.read(api, body)
+	if err != nil {
+		u.refuse(w, r, api, http.StatusBadRequest, "invalid_request_error", err.Error())
+		return nil, nil, false
+	}
+	return body, req, true
+}
+
+// respond answers req, a request of api, after the answer's delay.
+func (u *Upstream) respond(w http.ResponseWriter, r *http.Request, api view.Codec, req *view.Request, stream, usage bool) {
 	if err := u.wait(r.Context()); err != nil {
 		return // the client left
 	}
@@ -164,11 +190,51 @@ func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if a.model == "" {
 		a.model = ModelName
 	}
-	if err := u.write(w, api, a, streams(body), includeUsage(body)); err != nil {
+	if err := u.write(w, api, a, stream, usage); err != nil {
 		// Headers are sent: abort the connection rather than end the
 		// answer as if it were complete.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// geminiRoute reads a Gemini model method's path,
+// /v1beta/models/{model}:{method} (or under /v1/).
+func geminiRoute(path string) (model, method string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(path, "/v1/models/"); !ok {
+			return "", "", false
+		}
+	}
+	model, method, ok = strings.Cut(rest, ":")
+	switch {
+	case !ok || model == "" || strings.Contains(model, "/"):
+		return "", "", false
+	case method == "generateContent", method == "streamGenerateContent", method == "countTokens":
+		return model, method, true
+	}
+	return "", "", false
+}
+
+// serveGemini answers a Gemini model method: the answer as one
+// GenerateContentResponse, streamed as server-sent events with alt=sse
+// (as a JSON array of them without), or the request's count.
+func (u *Upstream) serveGemini(w http.ResponseWriter, r *http.Request, model, method string) {
+	api := u.gem.WithModel(model)
+	if r.Method != http.MethodPost {
+		u.refuse(w, r, api, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
+		return
+	}
+	_, req, ok := u.request(w, r, api)
+	if !ok {
+		return
+	}
+	if method == "countTokens" {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"totalTokens":%d}`, req.Total)
+		return
+	}
+	u.respond(w, r, api, req, method == "streamGenerateContent", r.URL.Query().Get("alt") == "sse")
 }
 
 // read scans and parses a request with its API's codec. A Responses
@@ -271,6 +337,9 @@ func (u *Upstream) models(w http.ResponseWriter, r *http.Request) {
 // write sends answer a in api's format, streamed or not.
 func (u *Upstream) write(w http.ResponseWriter, api view.Codec, a answer, stream, usage bool) error {
 	a.outputTokens = max(1, u.counter.Text(tokenizer.O200kBase, a.text+a.compaction)+u.callTokens(a))
+	if api.Format() == gemini.Format {
+		return u.writeGemini(w, a, stream, usage)
+	}
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
 		var b []byte
@@ -287,10 +356,7 @@ func (u *Upstream) write(w http.ResponseWriter, api view.Codec, a answer, stream
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
-	sw := &sse{w: w}
-	if f, ok := w.(http.Flusher); ok {
-		sw.flush = f.Flush
-	}
+	sw := newSSE(w)
 	switch api {
 	case u.msgs:
 		messagesSSE(sw, a)
@@ -300,6 +366,26 @@ func (u *Upstream) write(w http.ResponseWriter, api view.Codec, a answer, stream
 		chatSSE(sw, a, u.now(), usage)
 	}
 	return sw.err
+}
+
+// writeGemini sends a as Gemini answers: one GenerateContentResponse; a
+// stream (sse: alt=sse) as server-sent events, without alt=sse as a JSON
+// array of the same chunks.
+func (u *Upstream) writeGemini(w http.ResponseWriter, a answer, stream, sse bool) error {
+	if stream && sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		sw := newSSE(w)
+		geminiSSE(sw, a)
+		return sw.err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	b := geminiJSON(a)
+	if stream {
+		b = append(append([]byte{'['}, b...), ']')
+	}
+	_, err := w.Write(b)
+	return err
 }
 
 func (u *Upstream) callTokens(a answer) int {
@@ -315,6 +401,15 @@ type sse struct {
 	w     io.Writer
 	flush func()
 	err   error
+}
+
+// newSSE returns an sse writing to w, flushing each event when w can.
+func newSSE(w http.ResponseWriter) *sse {
+	sw := &sse{w: w}
+	if f, ok := w.(http.Flusher); ok {
+		sw.flush = f.Flush
+	}
+	return sw
 }
 
 // event writes one event: its name (none when empty) and data.

@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/chat"
+	"github.com/condense-proxy/condense-proxy/codec/gemini"
 	"github.com/condense-proxy/condense-proxy/codec/messages"
 	codecresponses "github.com/condense-proxy/condense-proxy/codec/responses"
 	"github.com/condense-proxy/condense-proxy/condense"
@@ -23,11 +24,14 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// api is one of the three APIs as a test drives it: its path, a first
+// api is one of the four APIs as a test drives it: its path, a first
 // request offering a shell tool, the codec that reads answers and appends
 // turns, and a strict reader of its streamed answers.
 type api struct {
 	name, path string
+	// streamPath, when set, is where the API streams (Gemini's method
+	// and alt=sse); otherwise the first request gets "stream": true.
+	streamPath string
 	first      string
 	codec      interface {
 		view.Codec
@@ -58,6 +62,13 @@ func apis() []api {
 			text: func(b []byte) string {
 				return gjson.GetBytes(b, `output.#(type=="message").content.0.text`).Str
 			}},
+		{name: "gemini", path: "/v1beta/models/gemini-2.5-pro:generateContent", streamPath: "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+			codec: gemini.New(counter).WithModel("gemini-2.5-pro").(*gemini.Codec), strict: strictGemini,
+			first: `{"contents":[{"role":"user","parts":[{"text":"This is the Gemini CLI. We are setting up the context for our chat."}]},{"role":"model","parts":[{"text":"Got it. Thanks for the context!"}]},` +
+				`{"role":"user","parts":[{"text":"Look around, then report."}]}],"systemInstruction":{"role":"user","parts":[{"text":"You are an interactive CLI agent."}]},` +
+				`"tools":[{"functionDeclarations":[{"name":"read_file","parametersJsonSchema":{"type":"object","properties":{"absolute_path":{"type":"string"}}}},{"name":"run_shell_command","parametersJsonSchema":{"type":"object","properties":{"command":{"type":"string"},"description":{"type":"string"}}}}]}],` +
+				`"generationConfig":{"temperature":0,"thinkingConfig":{"includeThoughts":true}}}`,
+			text: func(b []byte) string { return gjson.GetBytes(b, "candidates.0.content.parts.0.text").Str }},
 	}
 }
 
@@ -119,8 +130,11 @@ func TestAgentTurn(t *testing.T) {
 	for _, a := range apis() {
 		for _, stream := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/stream=%v", a.name, stream), func(t *testing.T) {
-				body := []byte(a.first)
-				if stream {
+				body, path := []byte(a.first), a.path
+				switch {
+				case stream && a.streamPath != "":
+					path = a.streamPath
+				case stream:
 					body = bytes.Replace(body, []byte(`{"model"`), []byte(`{"stream":true,"model"`), 1)
 				}
 				var cmds []string
@@ -128,7 +142,7 @@ func TestAgentTurn(t *testing.T) {
 					if step > 3 {
 						t.Fatalf("no end after %v", cmds)
 					}
-					resp, out := post(t, srv.URL+a.path, body)
+					resp, out := post(t, srv.URL+path, body)
 					if resp.StatusCode != 200 {
 						t.Fatalf("step %d: %d %s", step, resp.StatusCode, out)
 					}
@@ -183,6 +197,34 @@ func TestAgentTurn(t *testing.T) {
 			})
 		}
 	}
+}
+
+// strictGemini reads a Gemini alt=sse stream: data-only events, each a
+// GenerateContentResponse of the model's parts; the last, and only it,
+// with the finish reason and the usage.
+func strictGemini(t *testing.T, b []byte) string {
+	t.Helper()
+	evs := events(b)
+	var text strings.Builder
+	for i, ev := range evs {
+		name, data := sseData(t, ev)
+		if name != "" {
+			t.Fatalf("event %d is named %q: Gemini's are not", i, name)
+		}
+		d := gjson.ParseBytes(data)
+		if d.Get("candidates.0.content.role").Str != "model" {
+			t.Fatalf("event %d: no model content: %s", i, data)
+		}
+		last := i == len(evs)-1
+		if d.Get("candidates.0.finishReason").Exists() != last || d.Get("usageMetadata.promptTokenCount").Int() > 0 != last {
+			t.Fatalf("event %d of %d: the finish reason and the usage are the last event's: %s", i, len(evs), data)
+		}
+		d.Get("candidates.0.content.parts").ForEach(func(_, p gjson.Result) bool {
+			text.WriteString(p.Get("text").Str)
+			return true
+		})
+	}
+	return text.String()
 }
 
 func strictChat(t *testing.T, b []byte) string {
@@ -491,6 +533,12 @@ func TestRoutes(t *testing.T) {
 		{"too large", http.MethodPost, "/v1/responses", `{"input":"` + strings.Repeat("x", 1<<16) + `"}`, nil, 413, "error.message"},
 		{"unknown path", http.MethodPost, "/v1/embeddings", `{}`, nil, 404, "error.message"},
 		{"wrong method", http.MethodGet, "/v1/chat/completions", ``, nil, 405, "error.message"},
+		{"gemini", http.MethodPost, "/v1/models/gemini-2.5-pro:generateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil, 200, "candidates.0.content.parts.0.text"},
+		{"gemini stream without alt=sse", http.MethodPost, "/v1beta/models/gemini-2.5-pro:streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil, 200, "0.usageMetadata.totalTokenCount"},
+		{"gemini count tokens", http.MethodPost, "/v1beta/models/gemini-2.5-pro:countTokens", `{"contents":[{"parts":[{"text":"hello there"}]}]}`, nil, 200, "totalTokens"},
+		{"gemini, not a request", http.MethodPost, "/v1beta/models/gemini-2.5-pro:generateContent", `{"contents":[]}`, nil, 400, "error.status"},
+		{"gemini, unknown method", http.MethodPost, "/v1beta/models/gemini-2.5-pro:embedContent", `{}`, nil, 404, "error.status"},
+		{"gemini, wrong method", http.MethodGet, "/v1beta/models/gemini-2.5-pro:generateContent", ``, nil, 405, "error.status"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -538,5 +586,22 @@ func TestTurnProgress(t *testing.T) {
 				t.Errorf("called %q, want %q: %d %s", got, c.want, resp.StatusCode, out)
 			}
 		})
+	}
+}
+
+// TestListingOfShellTools: the model finds the files an ls listed in the
+// output as each agent's shell tool wraps it.
+func TestListingOfShellTools(t *testing.T) {
+	for name, out := range map[string]string{
+		"plain":      "main.go\nREADME.md\n",
+		"Codex":      "Chunk ID: 3f\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\nmain.go\nREADME.md\n",
+		"Gemini CLI": "<untrusted_context>\nOutput: main.go\nREADME.md\nProcess Group PGID: 24349\n</untrusted_context>",
+	} {
+		if got := listing(out); fmt.Sprint(got) != "[main.go README.md]" {
+			t.Errorf("%s: listing %q", name, got)
+		}
+		if f := pickFile(out); f != "README.md" {
+			t.Errorf("%s: picked %q, want README.md", name, f)
+		}
 	}
 }
