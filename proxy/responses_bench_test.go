@@ -125,3 +125,26 @@ func benchFormatPassThrough(b *testing.B, path string, sized func(int) []byte, a
 		})
 	}
 }
+
+// BenchmarkGeminiPassThroughOverhead is the same for POST
+// /v1beta/models/{model}:generateContent with a Gemini CLI-like body.
+func BenchmarkGeminiPassThroughOverhead(b *testing.B) {
+	benchFormatPassThrough(b, "/v1beta/models/gemini-2.5-pro:generateContent", sizedGemini,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP","index":0}]}`)
+}
+
+// sizedGemini is a Gemini CLI-like body of about size bytes: a model
+// content with a signed read_file call and the user content answering it
+// per turn.
+func sizedGemini(size int) []byte {
+	cs := []string{`{"role":"user","parts":[{"text":"Fix the test."}]}`}
+	n := 0
+	for i := 0; n < size; i++ {
+		out, _ := json.Marshal(strings.Repeat(fmt.Sprintf("line %d of a tool output: ok\n", i), 40))
+		cs = append(cs,
+			fmt.Sprintf(`{"role":"model","parts":[{"text":"Reading f%d."},{"functionCall":{"id":"c%d","name":"read_file","args":{"absolute_path":"/f%d"}},"thoughtSignature":"%s"}]}`, i, i, i, strings.Repeat("QUJD", 100)),
+			fmt.Sprintf(`{"role":"user","parts":[{"functionResponse":{"id":"c%d","name":"read_file","response":{"output":%s}}}]}`, i, out))
+		n += len(out) + 600
+	}
+	return []byte(`{"contents":[` + strings.Join(cs, ",") + `],"systemInstruction":{"role":"user","parts":[{"text":"You are an interactive CLI agent."}]},"generationConfig":{"temperature":0}}`)
+}
