@@ -554,9 +554,8 @@ func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Repo
 // the head too — and the cut, deep and rare, costs less than folding again
 // and again (BENCHMARKS.md).
 func (e *Engine) foldOnce(ctx context.Context, rq *job, b budgets, r *Report) (out []byte, switched bool, err error) {
-	rq.foldOnce = true
+	b.foldOnce = true
 	out, err = e.fullOrWindow(ctx, rq, b, r)
-	rq.foldOnce = false
 	if !errors.Is(err, errFoldMoves) {
 		if err == nil {
 			addReason(r, autoFoldsReason, PathAutoFolds)

@@ -640,9 +640,6 @@ type job struct {
 	// noCalls, when set, says why this job makes no summarizer call (its
 	// plan needs more than max_summarizer_calls).
 	noCalls string
-	// foldOnce: auto's fold of the conversation, made once and replayed
-	// until it would move (decide.go).
-	foldOnce bool
 	// headHash is the conversation head's hash (stateKey), once made.
 	headHash string
 	// eager: digests made under the threshold (selective.eager).

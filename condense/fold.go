@@ -20,7 +20,7 @@ func rebuild(rq *job, inserted [][]byte, rest int) ([]byte, error) {
 }
 
 // errFoldMoves: auto's one fold of a conversation would move (fold.go's
-// full, with job.foldOnce).
+// full, with budgets.foldOnce).
 var errFoldMoves = errors.New("auto's fold would move")
 
 // full folds the complete chunks before the tail into summaries. It
@@ -105,7 +105,7 @@ func (e *Engine) foldPlan(ctx context.Context, rq *job, b budgets) (plan, error)
 	if rq.cold {
 		e.keepColdFloor(ctx, rq, coldFold, p.foldEnd)
 	}
-	if rq.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
+	if b.foldOnce && e.decide(ctx, rq, decisionAutoFoldEnd, func() int { return p.foldEnd }) != p.foldEnd {
 		return p, errFoldMoves
 	}
 	return p, nil
@@ -138,7 +138,7 @@ func (e *Engine) windowAfterFold(ctx context.Context, rq *job, b budgets, r *Rep
 // the request (rc) is where they may be asked in place: the items from
 // rest on follow the summary verbatim.
 func (e *Engine) prepareNextFold(ctx context.Context, rq *job, b budgets, p plan, rc *view.Request, rest int, windowed bool) {
-	if rq.foldOnce || float64(rc.Total) <= float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
+	if b.foldOnce || float64(rc.Total) <= float64(p.limit)-max(4*growth(rq.conv), float64(b.chunk)) {
 		return
 	}
 	var base *inPlace

@@ -220,6 +220,9 @@ type budgets struct {
 	summary         int // summary tokens per level before folding upward
 	keepRecent      int // steps always kept verbatim
 	overhead        int // tools and reply priming
+	// foldOnce: auto's fold of the conversation, made once and replayed
+	// until it would move (decide.go's foldOnce).
+	foldOnce bool
 }
 
 // auto's ways for a conversation (decisionAuto).
