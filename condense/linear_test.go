@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
@@ -222,6 +223,42 @@ func TestOriginalsFollowTheirRule(t *testing.T) {
 		to := from + rng.Intn(len(r.Items)-from+1)
 		if got, want := c.originals(from, to), originalsRule(r, from, to); string(got) != string(want) {
 			t.Fatalf("originals(%d, %d) = %q, the rule %q", from, to, got, want)
+		}
+	}
+}
+
+// TestChunkHashesAreHashItems: remembered across requests — ranges asked
+// again, the same sizes with other bytes, an item changed in place — a
+// chunk's hash is always hashItems'.
+func TestChunkHashesAreHashItems(t *testing.T) {
+	rng := rand.New(rand.NewSource(41))
+	var h chunkHashes
+	hashed := func(r *view.Request) *conversation {
+		for i := range r.Items {
+			r.Items[i].Hash = tokenizer.ItemHash(r.Raw(i))
+		}
+		return &conversation{req: r}
+	}
+	check := func(c *conversation, from, to int) {
+		t.Helper()
+		if got, want := h.of(c, from, to), hashItems(c.req, from, to); got != want {
+			t.Fatalf("chunkHashes.of(%d, %d) = %s, hashItems %s", from, to, got, want)
+		}
+	}
+	for i := 0; i < 300; i++ {
+		c := hashed(randomItems(rng, 1+rng.Intn(40)))
+		from := rng.Intn(len(c.req.Items))
+		to := from + rng.Intn(len(c.req.Items)-from+1)
+		check(c, from, to)
+		check(c, from, to) // remembered
+		// The same sizes, other bytes: a letter of an item changed.
+		for k := from; k < to; k++ {
+			if it := c.req.Items[k]; it.Start < it.End {
+				c.req.Body[it.Start] = 'A' + (c.req.Body[it.Start]-'a'+1)%26
+				hashed(c.req)
+				check(c, from, to)
+				break
+			}
 		}
 	}
 }

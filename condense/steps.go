@@ -2,11 +2,14 @@ package condense
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/condense-proxy/condense-proxy/view"
 )
@@ -153,6 +156,53 @@ func (c *conversation) joined(from, to int) bool {
 // hashMessages returns a content hash of items [from, to).
 func (c *conversation) hashMessages(from, to int) string {
 	return hashItems(c.req, from, to)
+}
+
+// chunkHashes remembers hashItems of the chunks a conversation's requests
+// name again and again (each request of a long session hashes every
+// chunk it folds or cuts: a pass over most of its bytes). Its key is the
+// items' scan hashes and sizes (view.Item.Hash, which the count cache
+// trusts already), read without touching their bytes; when full it starts
+// over. It holds only content hashes of content the caller sent.
+type chunkHashes struct {
+	mu sync.Mutex
+	m  map[[2]uint64]string
+}
+
+// maxChunkHashes bounds chunkHashes (about 100 bytes an entry).
+const maxChunkHashes = 1 << 14
+
+// of returns hashItems(c.req, from, to), remembered.
+func (h *chunkHashes) of(c *conversation, from, to int) string {
+	r := c.req
+	d := xxhash.New()
+	var b [16]byte
+	size := 0
+	for i := from; i < to; i++ {
+		it := &r.Items[i]
+		if it.Hash == 0 {
+			return hashItems(r, from, to) // not scanned: no key
+		}
+		binary.LittleEndian.PutUint64(b[:8], it.Hash)
+		binary.LittleEndian.PutUint64(b[8:], uint64(it.End-it.Start))
+		d.Write(b[:])
+		size += it.End - it.Start
+	}
+	k := [2]uint64{d.Sum64(), uint64(size)<<24 | uint64(to-from)&(1<<24-1)}
+	h.mu.Lock()
+	s, ok := h.m[k]
+	h.mu.Unlock()
+	if ok {
+		return s
+	}
+	s = hashItems(r, from, to)
+	h.mu.Lock()
+	if h.m == nil || len(h.m) >= maxChunkHashes {
+		h.m = make(map[[2]uint64]string)
+	}
+	h.m[k] = s
+	h.mu.Unlock()
+	return s
 }
 
 var zero [1]byte
