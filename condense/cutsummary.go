@@ -31,13 +31,12 @@ func (e *Engine) cutSummary(ctx context.Context, rq *job, b budgets, r *Report, 
 	if !rq.notes { // notes are written, not asked for (withoutCall)
 		e.cutAllowance(ctx, rq, b, r, chunks)
 	}
-	rq.summaryTokens = e.perCutSummaryTokens(b)
-	defer func() { rq.summaryTokens = 0 }()
-	items, err := e.summarizeChunks(ctx, rq, chunks)
+	sz := e.cutSize(b)
+	items, err := e.summarizeChunks(ctx, rq, sz, chunks)
 	if err != nil {
 		return nil, "", err
 	}
-	if items, err = e.foldLevels(ctx, rq, items, b.cutSummary); err != nil {
+	if items, err = e.foldLevels(ctx, rq, sz, items, b.cutSummary); err != nil {
 		return nil, "", err
 	}
 	from, rest := c.steps[firstStep].first, c.steps[keep].first
@@ -110,6 +109,18 @@ func (e *Engine) perCutSummaryTokens(b budgets) int {
 // again.
 const factRoom = 2
 
-// factTokens bounds the facts an extractive summary of rq keeps: factRoom
-// times what a cut's summary says; 0 (no fact room) for any other.
-func (rq *job) factTokens() int { return factRoom * rq.summaryTokens }
+// summarySize bounds the summaries of one condensation: each says at most
+// tokens, and an extractive one keeps its facts in facts (0: no room of
+// their own).
+type summarySize struct{ tokens, facts int }
+
+// foldSize is the size of a fold's summaries: a few of them per level fit
+// the summary budget; no fact room.
+func (e *Engine) foldSize() summarySize { return summarySize{tokens: e.perSummaryTokens()} }
+
+// cutSize is the size of auto's stand-ins of what its cut omits: smaller
+// (perCutSummaryTokens), their facts in factRoom times that.
+func (e *Engine) cutSize(b budgets) summarySize {
+	t := e.perCutSummaryTokens(b)
+	return summarySize{tokens: t, facts: factRoom * t}
+}

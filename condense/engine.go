@@ -632,9 +632,6 @@ type job struct {
 	// spent is what this job's summarizer calls cost, estimated in units
 	// of the input price.
 	spent float64
-	// summaryTokens, when above 0, bounds each summary of a cut of this
-	// job (and factTokens the facts an extractive one keeps).
-	summaryTokens int
 	// frontier is the step selective condensing's digest frontier stands
 	// at (protectFrom), -1 before it ran.
 	frontier int

@@ -35,11 +35,11 @@ func (e *Engine) full(ctx context.Context, rq *job, b budgets, r *Report) ([]byt
 		addReason(r, "; no complete chunk to summarize", PathNoChunk)
 		return nil, nil
 	}
-	items, err := e.summarizeChunks(ctx, rq, p.folded)
+	items, err := e.summarizeChunks(ctx, rq, e.foldSize(), p.folded)
 	if err != nil {
 		return nil, err
 	}
-	if items, err = e.foldLevels(ctx, rq, items, b.summary); err != nil {
+	if items, err = e.foldLevels(ctx, rq, e.foldSize(), items, b.summary); err != nil {
 		return nil, err
 	}
 	c := rq.conv

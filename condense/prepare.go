@@ -95,9 +95,9 @@ func (e *Engine) prepareAhead(ctx context.Context, rq *job) {
 	if mark == "" || e.prepared.has(mark) {
 		return
 	}
-	items, err := e.summarizeChunks(ctx, rq, folded)
+	items, err := e.summarizeChunks(ctx, rq, e.foldSize(), folded)
 	if err == nil {
-		_, err = e.foldLevels(ctx, rq, items, e.budgets(rq).summary)
+		_, err = e.foldLevels(ctx, rq, e.foldSize(), items, e.budgets(rq).summary)
 	}
 	if err != nil {
 		e.log.Warn("background summary preparation failed", "err", redact.Secrets(err.Error(), credentialValues(rq.req.Credentials)...))

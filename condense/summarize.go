@@ -81,8 +81,9 @@ func UserPrompt(in SummaryInput) string {
 // not nil, is applied to a new summary before it is cached (so its cost is
 // paid once). degraded says why the fallback was used.
 // span, for a level-1 summary, is the items [from, to) of the conversation
-// as received it summarizes (it may be asked in place: inplace.go).
-func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, contentHash, prevHash, previous string,
+// as received it summarizes (it may be asked in place: inplace.go). sz
+// bounds what the summarizer is asked for.
+func (e *Engine) summary(ctx context.Context, rq *job, sz summarySize, level int, span [2]int, contentHash, prevHash, previous string,
 	text, fallback func() string, decorate func(string) string) (out string, cached bool, degraded degradation, err error) {
 	if decorate == nil {
 		decorate = func(s string) string { return s }
@@ -98,7 +99,7 @@ func (e *Engine) summary(ctx context.Context, rq *job, level int, span [2]int, c
 	}
 	in := e.fitSummaryInput(SummaryInput{
 		Model: model, Prompt: e.opts.Prompt, Text: text(), Previous: previous, Level: level,
-		MaxTokens: e.summaryTokens(rq), Credentials: rq.req.Credentials, Codec: rq.codec,
+		MaxTokens: sz.tokens, Credentials: rq.req.Credentials, Codec: rq.codec,
 	})
 	s, callErr := e.askSummary(ctx, rq, key, span, in, decorate)
 	if callErr == nil {
@@ -578,8 +579,9 @@ func textHash(s string) string {
 }
 
 // summarizeChunks returns the level-1 summaries of the folded chunks, from
-// the cache or the summarizer, each building on the one before it.
-func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) ([]summaryItem, error) {
+// the cache or the summarizer, each building on the one before it, each
+// of size sz.
+func (e *Engine) summarizeChunks(ctx context.Context, rq *job, sz summarySize, folded []chunk) ([]summaryItem, error) {
 	items := make([]summaryItem, 0, len(folded))
 	prev, prevHash := "", ""
 	for i, ch := range folded {
@@ -593,13 +595,13 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, folded []chunk) (
 		// it first (the extractive summary writes it, an LLM's gets it
 		// added): it reads every item of the chunk.
 		files := new(filesMemo)
-		text, cached, degraded, err := e.summary(ctx, rq, 1, [2]int{from, to}, content, prevHash, prev, func() string {
+		text, cached, degraded, err := e.summary(ctx, rq, sz, 1, [2]int{from, to}, content, prevHash, prev, func() string {
 			return rq.conv.transcript(from, to)
 		}, func() string {
 			if rq.notes {
-				return fitSummary(rq.conv.note(from, to, files), e.summaryTokens(rq), rq.factTokens())
+				return fitSummary(rq.conv.note(from, to, files), sz.tokens, sz.facts)
 			}
-			return fitSummary(rq.conv.extractive(from, to, files), e.summaryTokens(rq), rq.factTokens())
+			return fitSummary(rq.conv.extractive(from, to, files), sz.tokens, sz.facts)
 		}, func(s string) string {
 			// Both summarizers end with the deterministic Files section.
 			if strings.Contains(s, "## Files") {
@@ -636,8 +638,10 @@ func (e *Engine) keepSummary(ctx context.Context, rq *job, it summaryItem, text 
 }
 
 // foldLevels folds the oldest complete groups of summaries into the next
-// level until the summaries fit the budget.
-func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, budget int) ([]summaryItem, error) {
+// level until the summaries fit the budget, each of size sz (a merge of a
+// cut's stand-ins keeps its facts in its share of the budget:
+// mergedFactTokens).
+func (e *Engine) foldLevels(ctx context.Context, rq *job, sz summarySize, items []summaryItem, budget int) ([]summaryItem, error) {
 	total := func() int {
 		n := 0
 		for _, it := range items {
@@ -665,14 +669,14 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 		var cached bool
 		var degraded degradation
 		var err error
-		if rq.factTokens() > 0 && !rq.notes {
-			text, cached = e.mergeFromMessages(ctx, rq, level, content, it.from, it.to, func() int {
-				return mergedFactTokens(rq, items, group, budget)
+		if sz.facts > 0 && !rq.notes {
+			text, cached = e.mergeFromMessages(ctx, rq, sz.tokens, level, content, it.from, it.to, func() int {
+				return mergedFactTokens(rq.received(), sz.facts, items, group, budget)
 			})
 		} else {
-			text, cached, degraded, err = e.summary(ctx, rq, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
+			text, cached, degraded, err = e.summary(ctx, rq, sz, level, [2]int{}, content, "", "", func() string { return joined }, func() string {
 				// Counted only when the merge is written (notes' share).
-				return fitSummary(mergeExtractive(parts), e.summaryTokens(rq), mergedFactTokens(rq, items, group, budget))
+				return fitSummary(mergeExtractive(parts), sz.tokens, mergedFactTokens(rq.received(), sz.facts, items, group, budget))
 			}, nil)
 		}
 		if err != nil {
@@ -692,14 +696,14 @@ func (e *Engine) foldLevels(ctx context.Context, rq *job, items []summaryItem, b
 // in the room facts() gives, and whether it was cached. A merge is never
 // asked of the summarizer: the first written (an LLM's, by a version
 // before this one) is kept.
-func (e *Engine) mergeFromMessages(ctx context.Context, rq *job, level int, content string, from, to int, facts func() int) (string, bool) {
+func (e *Engine) mergeFromMessages(ctx context.Context, rq *job, tokens, level int, content string, from, to int, facts func() int) (string, bool) {
 	if s, ok := e.cachedSummary(ctx, rq, "extractive", level, content, ""); ok {
 		return s, true
 	}
 	rq.misses++
 	// Counted only when the merge is written: a cached one (the steady
 	// state) costs no pass over the messages.
-	s := fitSummary(rq.conv.extractive(from, to, new(filesMemo)), e.summaryTokens(rq), facts())
+	s := fitSummary(rq.conv.extractive(from, to, new(filesMemo)), tokens, facts())
 	if e.keepsWritten(rq) {
 		e.setCache(ctx, summaryKey(rq.req.Scope, "extractive", e.promptHash, level, content, ""), []byte(s))
 	}
@@ -726,28 +730,18 @@ func (e *Engine) extractiveOnly() bool {
 // are of all the stand-ins cover, and never less than one summary's fact
 // room — so the oldest merge of a long session, which covers most of it,
 // keeps its errors and decisions instead of a summary's worth. Other
-// summaries keep no fact room (0).
-func mergedFactTokens(rq *job, items, group []summaryItem, budget int) int {
-	facts := rq.factTokens()
+// summaries keep no fact room (facts, theirs, is 0). c is the
+// conversation as received.
+func mergedFactTokens(c *conversation, facts int, items, group []summaryItem, budget int) int {
 	if facts == 0 {
 		return facts
 	}
-	c := rq.received()
 	all := c.tokens(items[0].from, items[len(items)-1].to)
 	part := c.tokens(group[0].from, group[len(group)-1].to)
 	if all <= 0 {
 		return facts
 	}
 	return max(facts, int(float64(budget)*float64(part)/float64(all)))
-}
-
-// summaryTokens bounds one summary of rq (auto's, in place of a window
-// marker, are smaller).
-func (e *Engine) summaryTokens(rq *job) int {
-	if rq.summaryTokens > 0 {
-		return rq.summaryTokens
-	}
-	return e.perSummaryTokens()
 }
 
 // perSummaryTokens bounds one summary, so that a few of them per level fit
