@@ -371,6 +371,7 @@ func (e *Engine) parse(rq *job) error {
 	if err != nil {
 		return err
 	}
+	conv.hashes = &e.hashes
 	rq.conv = conv
 	rq.overhead = rq.in.Total - conv.tokens(0, conv.len())
 	return nil

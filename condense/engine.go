@@ -462,7 +462,7 @@ type Engine struct {
 	summarizeSem chan struct{} // summarizer calls in flight
 	preparing    sync.Map      // key -> struct{}: conversations being prepared
 	prepared     markSet       // prepareMark of work done: not done again
-	chunks       chunkHashes   // chunks' content hashes (steps.go)
+	hashes       rangeHashes   // content hashes of items, across requests (steps.go)
 	bg           sync.WaitGroup
 	// bgCtx is the context of background work (summaries prepared
 	// ahead, shared summarizer calls); bgCancel ends it when Close's

@@ -164,7 +164,7 @@ func (e *Engine) fitCallBudget(ctx context.Context, rq *job, b budgets, p plan) 
 	prevHash := ""
 	for i, ch := range p.folded {
 		from, to := rq.conv.steps[ch.a].first, rq.conv.steps[ch.b-1].end
-		v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, model, e.promptHash, 1, e.chunks.of(rq.received(), from, to), prevHash))
+		v, ok := e.getCache(ctx, summaryKey(rq.req.Scope, model, e.promptHash, 1, rq.received().hashMessages(from, to), prevHash))
 		if !ok {
 			cached = i
 			break

@@ -227,12 +227,12 @@ func TestOriginalsFollowTheirRule(t *testing.T) {
 	}
 }
 
-// TestChunkHashesAreHashItems: remembered across requests — ranges asked
+// TestRangeHashesAreHashItems: remembered across requests — ranges asked
 // again, the same sizes with other bytes, an item changed in place — a
 // chunk's hash is always hashItems'.
-func TestChunkHashesAreHashItems(t *testing.T) {
+func TestRangeHashesAreHashItems(t *testing.T) {
 	rng := rand.New(rand.NewSource(41))
-	var h chunkHashes
+	var h rangeHashes
 	hashed := func(r *view.Request) *conversation {
 		for i := range r.Items {
 			r.Items[i].Hash = tokenizer.ItemHash(r.Raw(i))
@@ -241,8 +241,8 @@ func TestChunkHashesAreHashItems(t *testing.T) {
 	}
 	check := func(c *conversation, from, to int) {
 		t.Helper()
-		if got, want := h.of(c, from, to), hashItems(c.req, from, to); got != want {
-			t.Fatalf("chunkHashes.of(%d, %d) = %s, hashItems %s", from, to, got, want)
+		if got, want := h.of(c.req, from, to), hashItems(c.req, from, to); got != want {
+			t.Fatalf("rangeHashes.of(%d, %d) = %s, hashItems %s", from, to, got, want)
 		}
 	}
 	for i := 0; i < 300; i++ {

@@ -137,7 +137,7 @@ func (e *Engine) prepareMark(rq *job, folded []chunk) string {
 	last := folded[len(folded)-1]
 	c := rq.conv
 	return fmt.Sprintf("%s:%s:%d:%s", rq.req.Scope, rq.head(), len(folded),
-		e.chunks.of(c, c.steps[last.a].first, c.steps[last.b-1].end))
+		c.hashMessages(c.steps[last.a].first, c.steps[last.b-1].end))
 }
 
 // markSet is a bounded set of prepare marks: when full it starts over,

@@ -38,6 +38,10 @@ type conversation struct {
 	// joined to the item before by a single comma (originals), made once.
 	breaksOnce sync.Once
 	breaks     []int32
+
+	// hashes remembers hashMessages across requests (nil: each is
+	// hashed; the engine's conversations have its memory: Engine.parse).
+	hashes *rangeHashes
 }
 
 // largeText is the raw size from which an item's text is kept once
@@ -153,28 +157,32 @@ func (c *conversation) joined(from, to int) bool {
 	return c.breaks[to-1] == c.breaks[from]
 }
 
-// hashMessages returns a content hash of items [from, to).
+// hashMessages returns a content hash of items [from, to), remembered
+// across requests when c has the engine's memory.
 func (c *conversation) hashMessages(from, to int) string {
+	if c.hashes != nil {
+		return c.hashes.of(c.req, from, to)
+	}
 	return hashItems(c.req, from, to)
 }
 
-// chunkHashes remembers hashItems of the chunks a conversation's requests
-// name again and again (each request of a long session hashes every
-// chunk it folds or cuts: a pass over most of its bytes). Its key is the
-// items' scan hashes and sizes (view.Item.Hash, which the count cache
-// trusts already), read without touching their bytes; when full it starts
-// over. It holds only content hashes of content the caller sent.
-type chunkHashes struct {
+// rangeHashes remembers hashItems of the ranges of items a conversation's
+// requests name again and again (each request of a long session hashes
+// every chunk it folds or cuts, and its cut: a pass over most of its
+// bytes). Its key is the items' scan hashes and sizes (view.Item.Hash,
+// which the count cache trusts already), read without touching their
+// bytes; when full it starts over. It holds only content hashes of
+// content the caller sent.
+type rangeHashes struct {
 	mu sync.Mutex
 	m  map[[2]uint64]string
 }
 
-// maxChunkHashes bounds chunkHashes (about 100 bytes an entry).
-const maxChunkHashes = 1 << 14
+// maxRangeHashes bounds rangeHashes (about 100 bytes an entry).
+const maxRangeHashes = 1 << 14
 
-// of returns hashItems(c.req, from, to), remembered.
-func (h *chunkHashes) of(c *conversation, from, to int) string {
-	r := c.req
+// of returns hashItems(r, from, to), remembered.
+func (h *rangeHashes) of(r *view.Request, from, to int) string {
 	d := xxhash.New()
 	var b [16]byte
 	size := 0
@@ -197,7 +205,7 @@ func (h *chunkHashes) of(c *conversation, from, to int) string {
 	}
 	s = hashItems(r, from, to)
 	h.mu.Lock()
-	if h.m == nil || len(h.m) >= maxChunkHashes {
+	if h.m == nil || len(h.m) >= maxRangeHashes {
 		h.m = make(map[[2]uint64]string)
 	}
 	h.m[k] = s

@@ -589,7 +589,7 @@ func (e *Engine) summarizeChunks(ctx context.Context, rq *job, sz summarySize, f
 		// A chunk is named by its messages as received: auto summarizes
 		// the conversation as digested, and a digest the frontier adds
 		// later must not make a new summary (a bust at the cut).
-		content := e.chunks.of(rq.received(), from, to)
+		content := rq.received().hashMessages(from, to)
 		it := summaryItem{level: 1, index: i, from: from, to: to, id: content}
 		// The Files section is built once, by whichever of the two needs
 		// it first (the extractive summary writes it, an LLM's gets it
