@@ -308,9 +308,7 @@ func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, o
 	res.Body = out
 	r.TokensAfter = afterTokens
 	r.Changes = forwardedChanges(rq.changes)
-	if after.Parsed || rq.codec.Parse(after) == nil {
-		r.Forwarded = shapes(after)
-	}
+	r.Forwarded = rq.forwardedShapes(after)
 	if e.opts.Defer && rq.keeps() {
 		// Deferral applies only before a conversation's first
 		// condensation: once condensed, it stays condensed.
@@ -389,6 +387,24 @@ func conversationID(r *view.Request) string {
 }
 
 // shapes describes a parsed request's items.
+// forwardedShapes returns the shapes of after, the condensed request: its
+// roles from the edit that made it (tally.roles), or — for a body no
+// edit of a parsed request made — from a parse of it.
+func (rq *job) forwardedShapes(after *view.Request) []ItemShape {
+	roles := rq.counted.roles
+	if rq.counted.req != after || len(roles) != len(after.Items) {
+		if !after.Parsed && rq.codec.Parse(after) != nil {
+			return nil
+		}
+		return shapes(after)
+	}
+	out := make([]ItemShape, len(after.Items))
+	for i, it := range after.Items {
+		out[i] = ItemShape{Role: roles[i], Tokens: it.Tokens}
+	}
+	return out
+}
+
 func shapes(r *view.Request) []ItemShape {
 	out := make([]ItemShape, len(r.Items))
 	for i, it := range r.Items {

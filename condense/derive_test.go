@@ -75,7 +75,7 @@ func TestDerivedCountsMatchScan(t *testing.T) {
 				before := derivecheck.Checked()
 				e := newEngine(30000, nil, Options{Summarizer: "extractive", SelectiveEnabled: true, ChunkTokens: 4000, SummaryBudgetTokens: 2000,
 					Selective: selective.Options{ClearToolInputs: true}})
-				condensed := 0
+				condensed, standIns := 0, 0
 				for k := 0; k < f.turns; k += 3 {
 					b, err := f.req(k)
 					if err != nil {
@@ -96,13 +96,45 @@ func TestDerivedCountsMatchScan(t *testing.T) {
 					if res.Report.TokensAfter != vr.Total {
 						t.Errorf("request %d: %d tokens after reported, its scan counts %d", k, res.Report.TokensAfter, vr.Total)
 					}
+					standIns += checkShapes(t, f.codec, vr, res.Report.Forwarded)
 				}
 				if condensed == 0 || derivecheck.Checked() == before {
 					t.Fatalf("%d requests condensed, %d derived: the test tests nothing", condensed, derivecheck.Checked()-before)
 				}
+				if mode != ModeSelective && standIns == 0 {
+					t.Errorf("%d requests condensed, no stand-in among the forwarded shapes", condensed)
+				}
 			})
 		}
 	}
+}
+
+// checkShapes checks the forwarded shapes a report gives (taken from the
+// edit, not from a parse of the body) against a parse of vr, the
+// forwarded body's scan: as many items, the same counts, the same roles
+// but where the engine inserted an item (RoleStandIn). It returns how
+// many stand-ins there are.
+func checkShapes(t *testing.T, c view.Codec, vr *view.Request, shapes []ItemShape) int {
+	t.Helper()
+	if err := c.Parse(vr); err != nil {
+		t.Fatalf("forwarded body does not parse: %v", err)
+	}
+	if len(shapes) != len(vr.Items) {
+		t.Fatalf("%d forwarded shapes for %d items", len(shapes), len(vr.Items))
+	}
+	n := 0
+	for i, s := range shapes {
+		it := vr.Items[i]
+		switch {
+		case s.Tokens != it.Tokens:
+			t.Errorf("item %d: shape of %d tokens, the item counts %d", i, s.Tokens, it.Tokens)
+		case s.Role == RoleStandIn:
+			n++
+		case s.Role != it.Role:
+			t.Errorf("item %d: shape's role %q, the item's %q", i, s.Role, it.Role)
+		}
+	}
+	return n
 }
 
 // TestCondensedBodyScannedOnce: condensing a request whose summaries are

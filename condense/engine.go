@@ -610,10 +610,9 @@ type job struct {
 	// rq.in and its patches.
 	digestBody    []byte
 	digestPatches []view.Patch
-	// The last condensed body counted, and its scan: the strategies count
+	// counted is the last condensed body counted: the strategies count
 	// their result to check it, and Condense reuses that count.
-	countedOut []byte
-	out        *view.Request
+	counted tally
 	// decisions holds the conversation's frozen decisions read or made
 	// by this job (memo.go).
 	decisions map[string]int
@@ -689,15 +688,15 @@ func (rq *job) waitOver() bool {
 // made, a scan of it, once per job: asked again for the same slice, it
 // returns the request it already has.
 func (e *Engine) countOut(rq *job, out []byte) (*view.Request, error) {
-	if len(out) > 0 && len(out) == len(rq.countedOut) && &out[0] == &rq.countedOut[0] {
-		return rq.out, nil
+	if c := rq.counted.body; len(out) > 0 && len(out) == len(c) && &out[0] == &c[0] {
+		return rq.counted.req, nil
 	}
 	enc := rq.limits.Encoding
 	vr, err := rq.codec.Scan(out, func(string) string { return enc })
 	if err != nil {
 		return nil, err
 	}
-	rq.countedOut, rq.out = out, vr
+	rq.counted = tally{body: out, req: vr}
 	return vr, nil
 }
 
@@ -717,12 +716,41 @@ func VerifyDerived(report func(c view.Codec, derived *view.Request, out []byte))
 	verifyDerived.Store(&report)
 }
 
-// derive makes out, which an edit of rq.in made, the job's counted body:
-// its request derived by the codec (view.Deriver) from the edit's layout
+// tally is a condensed body counted: its scan and, when an edit of a
+// parsed request made it, its items' roles (editRoles), so that the
+// shapes a report shows need no parse of it.
+type tally struct {
+	body  []byte
+	req   *view.Request
+	roles []string
+}
+
+// editRoles returns the roles of the items of in edited by e: the kept
+// ones keep theirs, the inserted ones are RoleStandIn; nil when in is
+// not parsed.
+func editRoles(in *view.Request, e view.Edit) []string {
+	if !in.Parsed || e.From > e.To || e.To > len(in.Items) {
+		return nil
+	}
+	roles := make([]string, 0, len(in.Items)-(e.To-e.From)+len(e.Insert))
+	for _, it := range in.Items[:e.From] {
+		roles = append(roles, it.Role)
+	}
+	for range e.Insert {
+		roles = append(roles, RoleStandIn)
+	}
+	for _, it := range in.Items[e.To:] {
+		roles = append(roles, it.Role)
+	}
+	return roles
+}
+
+// derive makes out, which e made of rq.in, the job's counted body: its
+// request derived by the codec (view.Deriver) from the edit's layout
 // (made by layout), the items carried over keeping their counts, so that
 // countOut does not scan it again. A codec that cannot derive it leaves
 // countOut to scan it.
-func derive(rq *job, out []byte, layout func() (view.Layout, error)) {
+func derive(rq *job, out []byte, e view.Edit, layout func() (view.Layout, error)) {
 	d, ok := rq.codec.(view.Deriver)
 	if !ok || len(out) == 0 {
 		return
@@ -738,7 +766,7 @@ func derive(rq *job, out []byte, layout func() (view.Layout, error)) {
 	if report := verifyDerived.Load(); report != nil {
 		(*report)(rq.codec, vr, out)
 	}
-	rq.countedOut, rq.out = out, vr
+	rq.counted = tally{body: out, req: vr, roles: editRoles(rq.in, e)}
 }
 
 // spliced returns rq.in with e applied to its items (Codec.Splice), its
@@ -758,13 +786,13 @@ func spliced(rq *job, e view.Edit) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	derive(top, out, func() (view.Layout, error) {
+	derive(top, out, e, func() (view.Layout, error) {
 		if top.in.Array[1] == 0 {
 			return view.Layout{}, fmt.Errorf("%w: no conversation array", view.ErrNotDerivable)
 		}
 		return view.SpliceLayout(top.in, top.in.Array, e)
 	})
-	counted(rq, top, top.countedOut, top.out)
+	counted(rq, top, top.counted)
 	return out, nil
 }
 
@@ -781,11 +809,11 @@ func onReceived(rq *job, e view.Edit) (*job, view.Edit, error) {
 	return rq, e, nil
 }
 
-// counted makes out, counted as vr, the counted body of rq and of its
-// bases up to top (top included).
-func counted(rq, top *job, out []byte, vr *view.Request) {
+// counted makes c the counted body of rq and of its bases up to top (top
+// included).
+func counted(rq, top *job, c tally) {
 	for j := rq; j != nil; j = j.base {
-		j.countedOut, j.out = out, vr
+		j.counted = c
 		if j == top {
 			return
 		}
@@ -802,7 +830,7 @@ func digestsOnly(rq *job) ([]byte, error) {
 	if rq.base.base == nil {
 		// rq.in.Body is that pass (e.digest's ApplyPatches of the
 		// request as received), rq.in its count.
-		counted(rq, rq.base, rq.in.Body, rq.in)
+		counted(rq, rq.base, tally{body: rq.in.Body, req: rq.in, roles: editRoles(rq.in, view.Edit{})})
 		return rq.in.Body, nil
 	}
 	top, e, err := onReceived(rq, view.Edit{})
@@ -810,8 +838,8 @@ func digestsOnly(rq *job) ([]byte, error) {
 		return nil, err
 	}
 	out := view.ApplyPatches(top.in.Body, e.Patches)
-	derive(top, out, func() (view.Layout, error) { return view.PatchLayout(top.in, e.Patches) })
-	counted(rq, top, top.countedOut, top.out)
+	derive(top, out, e, func() (view.Layout, error) { return view.PatchLayout(top.in, e.Patches) })
+	counted(rq, top, top.counted)
 	return out, nil
 }
 
@@ -842,6 +870,6 @@ func (e *Engine) digest(ctx context.Context, rq *job, sr selective.Request) (sel
 		return res, err
 	}
 	rq.digestBody, rq.digestPatches = res.Body, res.Patches
-	derive(rq, res.Body, func() (view.Layout, error) { return view.PatchLayout(rq.in, res.Patches) })
+	derive(rq, res.Body, view.Edit{Patches: res.Patches}, func() (view.Layout, error) { return view.PatchLayout(rq.in, res.Patches) })
 	return res, nil
 }

@@ -37,6 +37,9 @@ const (
 
 // ItemShape describes one item (message) of a request without its
 // content: enough to draw a request's shape.
+//
+// Role is the item's role (view.Role*), or RoleStandIn for an item the
+// engine inserted (a summary, a marker, a note).
 type ItemShape struct {
 	Role   string `json:"role"`
 	Tokens int    `json:"tokens"`
@@ -54,3 +57,7 @@ func addDegraded(r *Report, kind, why string) {
 		r.DegradedKinds = append(slices.Clip(r.DegradedKinds), kind)
 	}
 }
+
+// RoleStandIn is the role of a forwarded item's shape that the engine
+// inserted in place of condensed items.
+const RoleStandIn = "stand-in"

@@ -348,7 +348,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		rq.adopt(sub)
 		rq.degraded = append(rq.degraded, sub.degraded...)
 		if out != nil {
-			rq.countedOut, rq.out = sub.countedOut, sub.out
+			rq.counted = sub.counted
 		}
 		return out, err
 	}

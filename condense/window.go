@@ -398,7 +398,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	}
 	rq.adopt(sub)
 	rq.degraded = sub.degraded
-	rq.countedOut, rq.out = sub.countedOut, sub.out
+	rq.counted = sub.counted
 	addDegraded(r, DegradedNewestOverBudget, fmt.Sprintf("newest steps over budget; %d of their tool outputs digested", res.Digested))
 	return out, nil
 }

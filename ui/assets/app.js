@@ -672,7 +672,7 @@ function renderDetail(r) {
   el.replaceChildren(...parts);
 }
 
-const roleColor = { system: C.system, developer: C.system, user: C.user, assistant: C.assistant, tool: C.tool };
+const roleColor = { system: C.system, developer: C.system, user: C.user, assistant: C.assistant, tool: C.tool, 'stand-in': C.summary };
 
 function shapes(d) {
   const recv = d.received || [], fwd = d.forwarded || recv;
@@ -705,7 +705,7 @@ function shapes(d) {
     h('tbody', {}, items.slice(0, 2000).map((it, i) => h('tr', { class: mark && replaced.has(i) ? 'replaced' : '' },
       h('td', { class: 'num' }, i), h('td', {}, it.role), h('td', { class: 'num' }, num(it.tokens))))));
   return h('div', {}, h('div', { class: 'chart' }, svg),
-    h('div', { class: 'legend' }, ['system', 'user', 'assistant', 'tool'].map((k) => h('span', { class: 'dot sw-' + k }, k)), h('span', { class: 'dot sw-other' }, 'other')),
+    h('div', { class: 'legend' }, ['system', 'user', 'assistant', 'tool', 'stand-in'].map((k) => h('span', { class: 'dot sw-' + k }, k)), h('span', { class: 'dot sw-other' }, 'other')),
     recv.length ? h('details', {}, h('summary', {}, 'Message list (' + recv.length + ' received, ' + fwd.length + ' forwarded' + (recv.length > 2000 ? '; first 2000 shown' : '') + ')'),
       h('div', { class: 'shapes' }, h('div', {}, h('h3', {}, 'received'), list(recv, true)), h('div', {}, h('h3', {}, 'forwarded'), list(fwd, false)))) : '');
 }
