@@ -15,23 +15,8 @@ import (
 // countTokens goes through the same pipeline without side effects and is
 // forwarded to the upstream's countTokens, like Messages' count_tokens.
 // Every other path under /v1beta passes through, its errors in Google's
-// shape.
-
-// geminiRoutes are the methods condensed, by path pattern.
-var geminiRoutes = []struct {
-	method    string
-	countOnly bool
-}{
-	{"generateContent", false},
-	{"streamGenerateContent", false},
-	{"countTokens", true},
-}
-
-// geminiPatterns returns the route patterns of a method under both API
-// versions.
-func geminiPatterns(method string) []string {
-	return []string{"/v1beta/models/{model}:" + method, "/v1/models/{model}:" + method}
-}
+// shape. The methods and their paths are the codec's (gemini.Methods,
+// gemini.Patterns).
 
 // gemini returns the handler of a Gemini model method's route.
 func (p *Proxy) gemini(route string, codec view.Codec, countOnly bool) http.HandlerFunc {

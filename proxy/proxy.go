@@ -356,12 +356,12 @@ func New(o Options) *Proxy {
 	api(http.MethodPost, p.counting("messages-count", o.Codecs.Messages), o.Codecs.Messages, "/v1/messages/count_tokens", "/messages/count_tokens")
 	// Message batches pass through, answering in Anthropic's shape.
 	api("", http.HandlerFunc(p.passthrough), o.Codecs.Messages, "/v1/messages/batches", "/v1/messages/batches/*", "/messages/batches", "/messages/batches/*")
-	for _, m := range geminiRoutes {
+	for _, m := range gemini.Methods {
 		route := "gemini"
-		if m.countOnly {
+		if m.CountOnly {
 			route = "gemini-count"
 		}
-		api(http.MethodPost, p.gemini(route, o.Codecs.Gemini, m.countOnly), o.Codecs.Gemini, geminiPatterns(m.method)...)
+		api(http.MethodPost, p.gemini(route, o.Codecs.Gemini, m.CountOnly), o.Codecs.Gemini, gemini.Patterns(m.Name)...)
 	}
 	// Gemini's other methods and resources pass through, answering in
 	// Google's shape.

@@ -107,7 +107,7 @@ func encoding(string) string { return tokenizer.O200kBase }
 
 // ServeHTTP implements http.Handler.
 func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if model, method, ok := geminiRoute(r.URL.Path); ok {
+	if model, method, ok := gemini.Route(r.URL.Path); ok {
 		u.serveGemini(w, r, model, method)
 		return
 	}
@@ -195,25 +195,6 @@ func (u *Upstream) respond(w http.ResponseWriter, r *http.Request, api view.Code
 		// answer as if it were complete.
 		panic(http.ErrAbortHandler)
 	}
-}
-
-// geminiRoute reads a Gemini model method's path,
-// /v1beta/models/{model}:{method} (or under /v1/).
-func geminiRoute(path string) (model, method string, ok bool) {
-	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
-	if !ok {
-		if rest, ok = strings.CutPrefix(path, "/v1/models/"); !ok {
-			return "", "", false
-		}
-	}
-	model, method, ok = strings.Cut(rest, ":")
-	switch {
-	case !ok || model == "" || strings.Contains(model, "/"):
-		return "", "", false
-	case method == "generateContent", method == "streamGenerateContent", method == "countTokens":
-		return model, method, true
-	}
-	return "", "", false
 }
 
 // serveGemini answers a Gemini model method: the answer as one
