@@ -417,7 +417,7 @@ func TestSharedSummaryOutlivesTheFirstClient(t *testing.T) {
 	if n := sum.cancelled.Load(); n != 0 {
 		t.Errorf("%d summarizer calls cancelled by the client that left", n)
 	}
-	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{reqState: &reqState{req: Request{Codec: chatCodec, Scope: "s"}}}, "gpt-4o") {
 		t.Error("a client leaving counted as a summarizer failure")
 	}
 }
@@ -471,7 +471,7 @@ func TestSlotWaitIsNotAFailure(t *testing.T) {
 	if !res.Report.DegradedBy(DegradedBusy) {
 		t.Fatalf("degraded %v (%q), want the summarizer busy", res.Report.DegradedKinds, res.Report.Degraded)
 	}
-	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{reqState: &reqState{req: Request{Codec: chatCodec, Scope: "s"}}}, "gpt-4o") {
 		t.Fatal("waiting for a slot counted as a summarizer failure")
 	}
 	if sum.calls.Load() != 0 {
@@ -498,7 +498,7 @@ func TestMaxWaitGoesOnWithWhatIsReady(t *testing.T) {
 	if sum.cancelled.Load() != 0 {
 		t.Fatal("the summarizer call was cancelled when the request stopped waiting")
 	}
-	if e.backingOff(&job{req: Request{Codec: chatCodec, Scope: "s"}}, "gpt-4o") {
+	if e.backingOff(&job{reqState: &reqState{req: Request{Codec: chatCodec, Scope: "s"}}}, "gpt-4o") {
 		t.Fatal("max_wait counted as a summarizer failure")
 	}
 	calls := sum.calls.Load()

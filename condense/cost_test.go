@@ -114,7 +114,7 @@ func TestSummaryPriceFollowsTheModel(t *testing.T) {
 	engine := func(summaryModel string) *Engine {
 		return New(Deps{Counter: counter, Models: models, Summarizer: &countingSummarizer{}}, Options{SummaryModel: summaryModel})
 	}
-	jobOf := func(model string) *job { return &job{model: model, limits: models.Limits(model)} }
+	jobOf := func(model string) *job { return &job{reqState: &reqState{model: model, limits: models.Limits(model)}} }
 	const summary, chunk = 1000, 12000
 	per := func(e *Engine, model string) float64 { return e.summaryPerToken(jobOf(model), summary, chunk) }
 	e := engine("")

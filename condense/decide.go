@@ -154,7 +154,7 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 		return nil, mode, vr, nil
 	}
 	over := r.TokensBefore > r.Trigger
-	rq = &job{req: req, codec: req.Codec, model: vr.Model, limits: lim, in: vr, over: over, frontier: -1}
+	rq = &job{reqState: &reqState{req: req, codec: req.Codec, model: vr.Model, limits: lim, over: over}, in: vr, frontier: -1}
 	if vr.Compaction != "" {
 		// The agent compacting itself: never summarized (compaction.go).
 		rq.frontier = 0

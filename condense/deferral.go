@@ -63,8 +63,8 @@ func (e *Engine) deferral(ctx context.Context, rq *job, mode string) (string, bo
 func (e *Engine) dryRun(rq *job, condense func(dry *job, r *Report) ([]byte, error)) (after *view.Request, asks int, ok bool) {
 	dryReq := rq.req
 	dryReq.CountOnly = true
-	dry := &job{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, in: rq.in, conv: rq.conv,
-		overhead: rq.overhead, over: rq.over, frontier: -1, headHash: rq.headHash}
+	dry := &job{reqState: &reqState{req: dryReq, codec: rq.codec, model: rq.model, limits: rq.limits, over: rq.over, headHash: rq.headHash},
+		in: rq.in, conv: rq.conv, overhead: rq.overhead, frontier: -1}
 	r := Report{Conversation: conversationID(rq.in)}
 	out, err := condense(dry, &r)
 	if err != nil || out == nil {

@@ -565,33 +565,20 @@ func (e *Engine) Close(ctx context.Context) error {
 	}
 }
 
-// job is one request being condensed.
+// job is one request being condensed: one body the engine plans on — the
+// request as received, or a digested copy of it (base) — and, shared with
+// every job planning for the same request (reqState), what the request is and
+// what it has spent and decided.
 type job struct {
-	req                 Request
-	codec               view.Codec
-	model               string
-	limits              ModelLimits
-	in                  *view.Request // the request as scanned
-	conv                *conversation // in, parsed (condensing only)
-	overhead            int           // tokens outside the items
-	hits, misses, calls int
-	// asks: the summaries a counting run stood in for that the real run
-	// would ask the summarizer for (what a dry run's plan must pay).
-	asks     int
+	*reqState
+	in       *view.Request // the request as scanned
+	conv     *conversation // in, parsed (condensing only)
+	overhead int           // tokens outside the items
 	changes  []Change
 	degraded []degradation // why summaries fell back, in order
-	// stop closes when the request's max_wait is over (nil: never, for
-	// background work).
-	stop <-chan struct{}
 	// shrunk: the newest steps' outputs were digested already (the
 	// window does not try again).
 	shrunk bool
-	// over: the request as received is over the threshold.
-	over bool
-	// cold: over the threshold after an idle gap past the model's cache
-	// lifetime (cold.go): the conversation's edits move as far as they
-	// go, the cut and the fold to the target.
-	cold bool
 	// grid holds the received request's step tokens: stride grids are
 	// laid on them, so they stay put when digests change the counts.
 	grid []int
@@ -613,37 +600,64 @@ type job struct {
 	// counted is the last condensed body counted: the strategies count
 	// their result to check it, and Condense reuses that count.
 	counted tally
-	// decisions holds the conversation's frozen decisions read or made
-	// by this job (memo.go).
-	decisions map[string]int
-	// record is the conversation's record as read (memo.go), shared with
-	// the job's sub-jobs.
-	record *convRecord
-	// summarizeCut: the window's cut gets summaries of what it omits in
-	// place of its marker (auto); cutSummarized: it did.
-	summarizeCut, cutSummarized bool
-	// extractiveSummaries: this job's new summaries are extractive
-	// (auto past its LLM allowance), kept under the extractive key.
-	extractiveSummaries bool
-	// notes: auto's cut leaves notes of what it omits, not summaries
-	// (condense.stand_ins notes).
-	notes bool
-	// spent is what this job's summarizer calls cost, estimated in units
-	// of the input price.
-	spent float64
+	// cutSummarized: the window's cut got summaries of what it omits in
+	// place of its marker.
+	cutSummarized bool
 	// frontier is the step selective condensing's digest frontier stands
 	// at (protectFrom), -1 before it ran.
 	frontier int
-	// noCalls, when set, says why this job makes no summarizer call (its
-	// plan needs more than max_summarizer_calls).
-	noCalls string
-	// headHash is the conversation head's hash (stateKey), once made.
-	headHash string
 	// eager: digests made under the threshold (selective.eager).
 	eager bool
 	// inplace, when set, is where this job's level-1 summaries may be
 	// asked in place (inplace.go).
 	inplace *inPlace
+}
+
+// reqState is what the jobs of one request share (job): the request, its
+// model and limits, its deadline, the conversation's frozen decisions and
+// record, what its summaries cost, and how they are made. A dry run or a
+// background job has one of its own.
+type reqState struct {
+	req    Request
+	codec  view.Codec
+	model  string
+	limits ModelLimits
+	// stop closes when the request's max_wait is over (nil: never, for
+	// background work).
+	stop <-chan struct{}
+	// over: the request as received is over the threshold.
+	over bool
+	// cold: over the threshold after an idle gap past the model's cache
+	// lifetime (cold.go): the conversation's edits move as far as they
+	// go, the cut and the fold to the target.
+	cold bool
+	// headHash is the conversation head's hash (stateKey), once made.
+	headHash string
+	// decisions holds the conversation's frozen decisions read or made
+	// by this request (memo.go).
+	decisions map[string]int
+	// record is the conversation's record as read (memo.go).
+	record *convRecord
+	// The summaries' cache hits and misses, and the summarizer calls made.
+	hits, misses, calls int
+	// asks: the summaries a counting run stood in for that the real run
+	// would ask the summarizer for (what a dry run's plan must pay).
+	asks int
+	// spent is what the summarizer calls cost, estimated in units of the
+	// input price.
+	spent float64
+	// noCalls, when set, says why this request makes no summarizer call
+	// (its plan needs more than max_summarizer_calls).
+	noCalls string
+	// summarizeCut: the window's cut gets summaries of what it omits in
+	// place of its marker (auto).
+	summarizeCut bool
+	// extractiveSummaries: new summaries are extractive (auto past its
+	// LLM allowance), kept under the extractive key.
+	extractiveSummaries bool
+	// notes: auto's cut leaves notes of what it omits, not summaries
+	// (condense.stand_ins notes).
+	notes bool
 }
 
 // received is the conversation as received (conv unless conv is a

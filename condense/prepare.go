@@ -66,7 +66,8 @@ func backgroundJob(rq *job, base *inPlace) *job {
 	if v, ok := rq.decisions[decisionFoldBreak]; ok {
 		decisions = map[string]int{decisionFoldBreak: v}
 	}
-	return &job{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, in: &in, over: rq.over, headHash: rq.headHash, inplace: base, decisions: decisions}
+	return &job{reqState: &reqState{req: req, codec: rq.codec, model: rq.model, limits: rq.limits, over: rq.over, headHash: rq.headHash, decisions: decisions},
+		in: &in, inplace: base}
 }
 
 // prepareAhead summarizes the chunks of rq, a background job, that a

@@ -357,22 +357,18 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 
 // overDigests returns a job that plans rq's window over in, a digested
 // copy of rq's request (patches: its digests as edits of the items as
-// received): rq is its base, and it carries rq's conversation state and
-// what rq's summaries cost so far. rq.adopt takes them back.
+// received): rq is its base, it shares rq's reqState (the request, its
+// decisions and what its summaries cost) and starts from rq's changes.
+// rq.adopt takes back what it made.
 func (rq *job) overDigests(in *view.Request, patches []view.Patch) *job {
-	return &job{req: rq.req, codec: rq.codec, model: rq.model, limits: rq.limits, in: in, changes: rq.changes, stop: rq.stop,
-		over: rq.over, cold: rq.cold, orig: rq.received(), grid: rq.gridTokens(), decisions: rq.decisions, record: rq.record, frontier: rq.frontier,
-		hits: rq.hits, misses: rq.misses, asks: rq.asks, calls: rq.calls, spent: rq.spent, noCalls: rq.noCalls,
-		summarizeCut: rq.summarizeCut, extractiveSummaries: rq.extractiveSummaries, notes: rq.notes, headHash: rq.headHash,
+	return &job{reqState: rq.reqState, in: in, changes: rq.changes, orig: rq.received(), grid: rq.gridTokens(), frontier: rq.frontier,
 		base: rq, patches: patches}
 }
 
-// adopt takes back from sub (rq.overDigests) the changes, decisions and
-// summaries it made.
+// adopt takes back from sub (rq.overDigests) the changes it made, and
+// whether its cut got summaries.
 func (rq *job) adopt(sub *job) {
-	rq.changes, rq.decisions, rq.record = sub.changes, sub.decisions, sub.record
-	rq.hits, rq.misses, rq.asks, rq.calls, rq.spent = sub.hits, sub.misses, sub.asks, sub.calls, sub.spent
-	rq.cutSummarized, rq.extractiveSummaries = sub.cutSummarized, sub.extractiveSummaries
+	rq.changes, rq.cutSummarized = sub.changes, sub.cutSummarized
 }
 
 // selectiveCodec is the request's codec as package selective needs it
