@@ -386,7 +386,6 @@ func conversationID(r *view.Request) string {
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 
-// shapes describes a parsed request's items.
 // forwardedShapes returns the shapes of after, the condensed request: its
 // roles from the edit that made it (tally.roles), or — for a body no
 // edit of a parsed request made — from a parse of it.
@@ -405,6 +404,7 @@ func (rq *job) forwardedShapes(after *view.Request) []ItemShape {
 	return out
 }
 
+// shapes describes a parsed request's items.
 func shapes(r *view.Request) []ItemShape {
 	out := make([]ItemShape, len(r.Items))
 	for i, it := range r.Items {
