@@ -47,7 +47,7 @@ func main() {
 // otherwise, the model priced Anthropic-style (cache reads 0.1, writes
 // 1.25) so the planner plans for the bill measured, summaries of about
 // 1,000 tokens.
-func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevantLengths, formats, seeds string) error {
+func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevantLengths, formats, seeds, reasoningSeeds string) error {
 	if cfg.Threshold == 0.8 {
 		cfg.Threshold = 0.75
 	}
@@ -98,8 +98,13 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevant
 				if err != nil || x <= 0 {
 					return fmt.Errorf("--reasoning-lengths: %q is not a positive number", l)
 				}
-				cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:3:%d:reasoning", chars(x)), Window: window, Format: format, Length: x,
-					Modes: []string{"off", "full", "selective", "auto"}})
+				for _, seed := range strings.Split(reasoningSeeds, ",") {
+					if n, err := strconv.Atoi(seed); err != nil || n <= 0 {
+						return fmt.Errorf("--reasoning-seeds: %q is not a positive integer", seed)
+					}
+					cfg.Sources = append(cfg.Sources, eval.Source{Spec: fmt.Sprintf("synthetic:%s:%d:reasoning", seed, chars(x)), Window: window, Format: format, Length: x,
+						Modes: []string{"off", "full", "selective", "auto"}})
+				}
 			}
 		default:
 			return fmt.Errorf("--formats: unknown format %q", format)
@@ -151,6 +156,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	reasoningLengths := fs.String("reasoning-lengths", "2.5", "bill suite: lengths, in windows, of the Messages session with thinking and the Responses session with reasoning")
 	relevantLengths := fs.String("relevant-lengths", "10", "bill suite: lengths, in windows, at which the chat sessions also run in auto-relevant (memory.relevant_context)")
 	seeds := fs.String("seeds", "1,2", "bill suite: seeds of the chat sessions")
+	reasoningSeeds := fs.String("reasoning-seeds", "3", "bill suite: seeds of the Messages session with thinking and the Responses session with reasoning")
 	formats := fs.String("formats", "chat,messages,responses", "bill suite: chat (the synthetic sessions at every length), messages, responses and gemini (with thinking or reasoning, at 2.5x); sessions given as arguments: the forms they are replayed in (chat, messages, responses, gemini)")
 	summaryTokens := fs.Int("summary-tokens", 1000, "default suite: the fake summarizer's summaries, of about this many tokens and keeping the facts of what they summarize, as a model's are (0: a short canned text, which understates what summaries cost)")
 	proxyLog := fs.Bool("proxy-log", false, "write the proxy's log (a line per request: what was applied and why) to stderr")
@@ -204,13 +210,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	var bill *eval.Config
 	switch *suite {
 	case "bill":
-		if err := billSuite(&cfg, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
+		if err := billSuite(&cfg, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds, *reasoningSeeds); err != nil {
 			return err
 		}
 	case "all":
 		// The default suite, then the bill suite with its own settings.
 		bc := eval.Config{Threshold: 0.75, Every: *every, Log: cfg.Log, ProxyLog: cfg.ProxyLog, ColdModes: cfg.ColdModes, Replicas: cfg.Replicas, Redis: cfg.Redis}
-		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds); err != nil {
+		if err := billSuite(&bc, *window, *lengths, *reasoningLengths, *relevantLengths, *formats, *seeds, *reasoningSeeds); err != nil {
 			return err
 		}
 		bill = &bc
