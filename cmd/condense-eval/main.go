@@ -144,6 +144,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	corpusWindow := fs.Int("corpus-window", 32000, "context window for the default suite's corpus sessions")
 	corpusDir := fs.String("corpus", filepath.Join("..", "shared", "corpus", "raw"), "corpus folder of the default suite")
 	threshold := fs.Float64("threshold", 0.8, "fraction of the window that triggers condensing")
+	target := fs.Float64("target", 0, "fraction of the window condensing aims for (0: 0.5, or 5/8 of the threshold when that is not above 0.5)")
 	modes := fs.String("modes", "", "comma-separated modes (default: off,full-extractive,full-llm,selective,auto)")
 	every := fs.Int("every", 1, "replay every n-th request only")
 	update := fs.Bool("update", false, "regenerate the repository's report: write EVALUATION.md, eval/results.json and the charts in eval/ (run from the repository's root)")
@@ -175,7 +176,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if *update && set["dir"] {
 		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
 	}
-	cfg := eval.Config{Threshold: *threshold, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
+	cfg := eval.Config{Threshold: *threshold, Target: *target, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
 		ColdModes: splitList(*coldModes), Replicas: *replicas, Redis: *redisURL}
 	if *summaryTokens > 0 {
 		cfg.SummaryTokens, cfg.FaithfulSummaries = *summaryTokens, true
