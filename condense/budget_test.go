@@ -255,3 +255,23 @@ func TestPrepareOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestModelTarget: a model's own target (ModelLimits.Target, what the
+// registry's threshold by window gives it) is the budgets' target over
+// Options.Target; unset, Options.Target is.
+func TestModelTarget(t *testing.T) {
+	for _, tc := range []struct {
+		model, engine float64
+		want          int
+	}{
+		{0, 0.5, 50000},
+		{0.375, 0.5, 37500},
+		{0.25, 0.6, 25000},
+	} {
+		e := New(Deps{Counter: counter, Models: limits(100000), Cache: cache.NewMemory(1 << 20)}, Options{Target: tc.engine})
+		rq := &job{reqState: &reqState{limits: ModelLimits{Window: 100000, Threshold: 0.8, Target: tc.model, SafetyFactor: 1}}}
+		if b := e.budgets(rq); b.target != tc.want || b.trigger != 80000 {
+			t.Errorf("model target %g, engine %g: target %d, trigger %d; want %d, 80000", tc.model, tc.engine, b.target, b.trigger, tc.want)
+		}
+	}
+}

@@ -79,8 +79,11 @@ const (
 
 // ModelLimits is what the Engine needs to know of a model.
 type ModelLimits struct {
-	Window       int     // context window in input tokens
-	Threshold    float64 // fraction of Window that triggers condensing
+	Window    int     // context window in input tokens
+	Threshold float64 // fraction of Window that triggers condensing
+	// Target is the fraction of Window condensing aims for; 0:
+	// Options.Target.
+	Target       float64
 	Encoding     string  // tokenizer encoding
 	SafetyFactor float64 // >= 1; multiplies counts of non-OpenAI models
 	// CacheRead and CacheWrite are the prompt cache's read and write

@@ -172,7 +172,11 @@ func (e *Engine) budgets(rq *job) budgets {
 	}
 	// Budgets are compared with raw counts, so the safety factor is taken
 	// out of the target here.
-	target := int(float64(w) * e.opts.Target / f)
+	tf := rq.limits.Target
+	if tf <= 0 {
+		tf = e.opts.Target
+	}
+	target := int(float64(w) * tf / f)
 	trigger := int(float64(w) * rq.limits.Threshold / f)
 	// A request over the threshold may be condensed to anywhere between
 	// the target and the threshold: cuts then stay put while the request

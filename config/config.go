@@ -129,11 +129,12 @@ type Condense struct {
 	// Modes.
 	Mode string
 	// Threshold is the fraction of the context window above which a
-	// request is condensed, in (0,1].
+	// request is condensed, in [0.01,1]; 0: each model's by its window
+	// (DefaultThreshold).
 	Threshold float64
 	// Target is the fraction of the window condensing aims for; below
-	// Threshold. Unset while Threshold is set: 0.5, or 5/8 of Threshold
-	// when that is lower.
+	// Threshold. 0: 5/8 of each model's threshold, at most 0.5
+	// (DefaultTarget).
 	Target float64
 	// PrepareThreshold starts background summarization ahead of time, at
 	// most Threshold; 0 (the default) means each model's threshold - 0.1.
@@ -629,12 +630,28 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 	if !slices.Contains(Modes, cd.Mode) {
 		bad("condense.mode", "%q is not one of %s", cd.Mode, strings.Join(Modes, ", "))
 	}
-	if !(cd.Target < cd.Threshold) && !reported["condense.threshold"] {
-		bad("condense.target", "must be below %s, got %g", val("condense.threshold", cd.Threshold), cd.Target)
+	for _, k := range []struct {
+		name string
+		v    float64
+	}{{"condense.threshold", cd.Threshold}, {"condense.target", cd.Target}} {
+		if k.v != 0 && k.v < minFraction && !reported[k.name] {
+			bad(k.name, "must be 0 (the default, by each model) or at least %g, got %g", minFraction, k.v)
+		}
 	}
-	if !(cd.PrepareThreshold <= cd.Threshold) && !reported["condense.threshold"] {
+	// Unset, the threshold is each model's by its window: the lowest,
+	// LargeWindowThreshold, is what a target or prepare_threshold set
+	// alone must stay under.
+	threshold, thresholdIs := cd.Threshold, val("condense.threshold", cd.Threshold)
+	if threshold == 0 {
+		threshold = LargeWindowThreshold
+		thresholdIs = fmt.Sprintf("%g (condense.threshold unset: the threshold of models of %d tokens or more; set it too)", threshold, LargeWindow)
+	}
+	if cd.Target != 0 && !(cd.Target < threshold) && !reported["condense.threshold"] {
+		bad("condense.target", "must be below %s, got %g", thresholdIs, cd.Target)
+	}
+	if !(cd.PrepareThreshold <= threshold) && !reported["condense.threshold"] {
 		bad("condense.prepare_threshold", "must be at most %s (unset, 0: each model's threshold - 0.1), got %g",
-			val("condense.threshold", cd.Threshold), cd.PrepareThreshold)
+			thresholdIs, cd.PrepareThreshold)
 	}
 	if cd.Summarizer != "llm" && cd.Summarizer != "extractive" {
 		bad("condense.summarizer", "%q is not llm or extractive", cd.Summarizer)
@@ -697,10 +714,10 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 			}
 			continue
 		}
-		// condense.target is one fraction for every model: it does not
-		// follow a model's threshold, so a model's threshold at or
-		// below it is refused, its default too.
-		if m.Threshold != 0 && m.Threshold <= cd.Target {
+		// condense.target, when set, is one fraction for every model: a
+		// model's threshold at or below it is refused. (Unset, each
+		// model's target follows its threshold: DefaultTarget.)
+		if m.Threshold != 0 && cd.Target != 0 && m.Threshold <= cd.Target {
 			bad(fmt.Sprintf("models[%d].threshold", i), "%g must be above %s (entry %q; condense.target is every model's: set it below %g)",
 				m.Threshold, val("condense.target", cd.Target), m.Match, m.Threshold)
 		} else if m.Threshold != 0 && m.Threshold < cd.PrepareThreshold {

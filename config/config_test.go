@@ -41,13 +41,13 @@ func TestPrecedence(t *testing.T) {
 		keep      int
 		exclude   []string
 	}{
-		{"defaults", nil, withUpstream(), testUpstream, 0.8, 3, []string{}},
+		{"defaults", nil, withUpstream(), testUpstream, 0, 3, []string{}},
 		{"file over default", []string{"--config", file}, nil, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
 		{"config file from env", nil, []string{"CONDENSE_CONFIG=" + file}, "http://file:1", 0.9, 7, []string{"Read", "Grep"}},
 		{"env over file", []string{"--config", file}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85", "CONDENSE_SELECTIVE_EXCLUDE_TOOLS=Bash, Write"}, "http://env:2", 0.85, 7, []string{"Bash", "Write"}},
 		{"flag over env", []string{"--config", file, "--upstream", "http://flag:3", "--threshold", "0.95", "--exclude-tools", "Edit"}, []string{"CONDENSE_UPSTREAM=http://env:2", "CONDENSE_CONDENSE_THRESHOLD=0.85"}, "http://flag:3", 0.95, 7, []string{"Edit"}},
 		{"unset flag does not override", []string{"--config", file}, []string{"CONDENSE_CONDENSE_KEEP_RECENT_TURNS=4"}, "http://file:1", 0.9, 4, []string{"Read", "Grep"}},
-		{"other env ignored", nil, withUpstream("UPSTREAM=http://nope:1", "HOME=/x"), testUpstream, 0.8, 3, []string{}},
+		{"other env ignored", nil, withUpstream("UPSTREAM=http://nope:1", "HOME=/x"), testUpstream, 0, 3, []string{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 		yaml string
 		want []string
 	}{
-		{"threshold zero", "condense:\n  threshold: 0\n", []string{"condense.threshold"}},
+		{"threshold under the least", "condense:\n  threshold: 0.005\n", []string{"condense.threshold"}},
 		{"threshold above one", "condense:\n  threshold: 1.5\n", []string{"condense.threshold"}},
 		{"target at threshold", "condense:\n  threshold: 0.6\n  target: 0.6\n  prepare_threshold: 0.5\n", []string{"condense.target"}},
 		{"bad upstream", "upstream: \"::nope\"\n", []string{"upstream"}},
@@ -147,7 +147,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 		{"small chunk", "condense:\n  chunk_tokens: 10\n", []string{"condense.chunk_tokens"}},
 		{"missing prompt file", "condense:\n  prompt_file: /nonexistent/prompt.txt\n", []string{"condense.prompt_file"}},
 		{"bad model entry", "models:\n  - match: \"[\"\n    threshold: 2\n    encoding: p50k\n", []string{"models[0]", "match", "threshold", "encoding"}},
-		{"model threshold below target", "models:\n  - match: \"x*\"\n    threshold: 0.3\n", []string{"above condense.target"}},
+		{"model threshold below target", "condense:\n  target: 0.4\nmodels:\n  - match: \"x*\"\n    threshold: 0.3\n", []string{"above condense.target"}},
 		{"negative durations", "shutdown_grace: -1s\ncondense:\n  summary_timeout: 0s\n", []string{"shutdown_grace", "condense.summary_timeout"}},
 		{"hardening keys", "originals_max_bytes: 0\nmax_inflight_condense: -1\nscope_secret: short\nscope_headers: [\"Authorization\", \"bad header\"]\n",
 			[]string{"originals_max_bytes", "max_inflight_condense", "scope_secret", "scope_headers[1]"}},
@@ -197,24 +197,24 @@ func TestRegistryLookup(t *testing.T) {
 		known    bool
 		thr      float64
 	}{
-		{"gpt-4o", 128000, EncodingO200k, true, 0.8},
-		{"openai/gpt-4o-mini-2024-07-18", 128000, EncodingO200k, true, 0.8},
+		{"gpt-4o", 128000, EncodingO200k, true, 0.6},
+		{"openai/gpt-4o-mini-2024-07-18", 128000, EncodingO200k, true, 0.6},
 		{"gpt-4o-custom", 50000, EncodingO200k, true, 0.6},
-		{"gpt-4.1-mini", 1047576, EncodingO200k, true, 0.8},
-		{"gpt-5", 272000, EncodingO200k, true, 0.8},
-		{"o3-mini", 200000, EncodingO200k, true, 0.8},
-		{"o4-mini", 200000, EncodingO200k, true, 0.8},
+		{"gpt-4.1-mini", 1047576, EncodingO200k, true, 0.6},
+		{"gpt-5", 272000, EncodingO200k, true, 0.6},
+		{"o3-mini", 200000, EncodingO200k, true, 0.6},
+		{"o4-mini", 200000, EncodingO200k, true, 0.6},
 		{"gpt-4", 8192, EncodingCL100k, true, 0.8},
 		{"gpt-3.5-turbo", 16385, EncodingCL100k, true, 0.8},
-		{"anthropic/claude-sonnet-4-20250514", 200000, EncodingO200k, true, 0.8},
-		{"openrouter/anthropic/claude-opus-4.1", 200000, EncodingO200k, true, 0.8},
-		{"gemini/gemini-2.5-pro", 1048576, EncodingO200k, true, 0.8},
-		{"deepseek-chat", 128000, EncodingO200k, true, 0.8},
-		{"openrouter/qwen/qwen3-coder", 262144, EncodingO200k, true, 0.8},
-		{"groq/llama-3.3-70b-versatile", 128000, EncodingO200k, true, 0.8},
-		{"GPT-4O", 128000, EncodingO200k, true, 0.8},
-		{"mystery-model", 128000, EncodingO200k, false, 0.8},
-		{"mystery-model", 128000, EncodingO200k, false, 0.8},
+		{"anthropic/claude-sonnet-4-20250514", 200000, EncodingO200k, true, 0.6},
+		{"openrouter/anthropic/claude-opus-4.1", 200000, EncodingO200k, true, 0.6},
+		{"gemini/gemini-2.5-pro", 1048576, EncodingO200k, true, 0.6},
+		{"deepseek-chat", 128000, EncodingO200k, true, 0.6},
+		{"openrouter/qwen/qwen3-coder", 262144, EncodingO200k, true, 0.6},
+		{"groq/llama-3.3-70b-versatile", 128000, EncodingO200k, true, 0.6},
+		{"GPT-4O", 128000, EncodingO200k, true, 0.6},
+		{"mystery-model", 128000, EncodingO200k, false, 0.6},
+		{"mystery-model", 128000, EncodingO200k, false, 0.6},
 	}
 	for _, tc := range tests {
 		mi := r.Lookup(tc.model)

@@ -62,11 +62,12 @@ type dependent struct {
 // its default, 0, is each model's own threshold - 0.1 (the engine's).
 var dependents = []dependent{
 	// condense.target stays below condense.threshold: 0.5, or 5/8 of the
-	// threshold when that is lower (0.8's ratio), not below the key's
-	// minimum.
+	// threshold when that is lower (0.8's ratio; DefaultTarget). (Unset
+	// with the threshold unset too, it follows each model's.)
 	{"condense.target", "condense.threshold", func(c *Config) {
-		k, _ := Lookup("condense.target")
-		c.Condense.Target = max(k.Min, min(k.Default.(float64), c.Condense.Threshold*5/8))
+		if c.Condense.Threshold > 0 {
+			c.Condense.Target = max(minFraction, DefaultTarget(c.Condense.Threshold))
+		}
 	}},
 	// A decoded body is bounded by the smaller of the two limits: a
 	// larger max_body_bytes raises max_decompressed_bytes with it, or

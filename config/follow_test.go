@@ -147,7 +147,7 @@ func TestDefaultsFollowTheKeysTheyDependOn(t *testing.T) {
 	}
 	// The built-in defaults are unchanged by the rules.
 	d := Defaults()
-	if d.Condense.Target != 0.5 || d.Condense.Threshold != 0.8 || d.MaxDecompressedBytes != 128<<20 || d.Memory.MaxConversationBytes != 8<<20 {
+	if d.Condense.Target != 0 || d.Condense.Threshold != 0 || d.MaxDecompressedBytes != 128<<20 || d.Memory.MaxConversationBytes != 8<<20 {
 		t.Errorf("defaults changed: %+v", d.Condense)
 	}
 }
@@ -192,14 +192,15 @@ func TestContradictoryPairsRefused(t *testing.T) {
 			})
 		}
 	}
-	// A default the rule did not change is named as such.
-	_, err := Load(flags(t, "--target", "0.85"), withUpstream())
-	if err == nil || !strings.Contains(err.Error(), "condense.threshold=0.8 (its default)") || !strings.Contains(err.Error(), "(from flag --target)") {
+	// A target set alone at or over the least threshold a model gets by
+	// default is refused: the error says so and what to set.
+	_, err := Load(flags(t, "--target", "0.6"), withUpstream())
+	if err == nil || !strings.Contains(err.Error(), "condense.threshold unset") || !strings.Contains(err.Error(), "set it too") || !strings.Contains(err.Error(), "(from flag --target)") {
 		t.Errorf("target over the default threshold: %v", err)
 	}
-	// A model's threshold at or under the (global) target: refused, and
-	// the error says how to fix it.
-	_, err = Load(flags(t, "--config", writeFile(t, "models:\n  - match: \"x*\"\n    threshold: 0.4\n")), withUpstream())
+	// A model's threshold at or under a target set for every model:
+	// refused, and the error says how to fix it.
+	_, err = Load(flags(t, "--config", writeFile(t, "condense:\n  target: 0.45\nmodels:\n  - match: \"x*\"\n    threshold: 0.4\n")), withUpstream())
 	if err == nil || !strings.Contains(err.Error(), "models[0].threshold") || !strings.Contains(err.Error(), "set it below 0.4") {
 		t.Errorf("model threshold under the target: %v", err)
 	}

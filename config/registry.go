@@ -109,8 +109,8 @@ func (m ModelConfig) problems() []error {
 	if !(m.MaxOutputTokens >= 0 && m.MaxOutputTokens <= maxTokens) {
 		bad("%s: must be in [0, %d], got %d", modelKey("MaxOutputTokens"), maxTokens, m.MaxOutputTokens)
 	}
-	if !(m.Threshold >= 0 && m.Threshold <= 1) {
-		bad("threshold: must be in (0,1] (or 0 for the global one), got %g", m.Threshold)
+	if !(m.Threshold == 0 || m.Threshold >= minFraction && m.Threshold <= 1) {
+		bad("threshold: must be in [%g,1] (or 0 for condense.threshold), got %g", minFraction, m.Threshold)
 	}
 	switch m.Encoding {
 	case "", EncodingO200k, EncodingCL100k:
@@ -609,8 +609,18 @@ const TooManyUnknown = "(more than 1000 unknown model names; no more are reporte
 
 // Lookup returns what the registry knows of model. Unknown models get the
 // default window; the first lookup of each is reported to onUnknown (the
-// first maxWarned of them, then TooManyUnknown once).
+// first maxWarned of them, then TooManyUnknown once). A model whose
+// threshold neither its entry nor condense.threshold sets gets its
+// window's (DefaultThreshold).
 func (r *Registry) Lookup(model string) ModelInfo {
+	mi := r.lookup(model)
+	if mi.Threshold == 0 {
+		mi.Threshold = DefaultThreshold(mi.ContextWindow)
+	}
+	return mi
+}
+
+func (r *Registry) lookup(model string) ModelInfo {
 	full := strings.ToLower(strings.TrimSpace(model))
 	bare := StripProvider(full)
 	if len(full) <= MaxModelName {

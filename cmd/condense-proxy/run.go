@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,7 +130,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		access = fmt.Sprintf("auth.keys: %d accepted keys", len(cfg.Auth.Keys))
 	}
 	log.Info("condense-proxy listening", "addr", ln.Addr().String(), "interfaces", interfaces, "access", access,
-		"upstream", a.Upstream.Redacted(), "cache", cacheKind, "mode", cfg.Condense.Mode, "threshold", cfg.Condense.Threshold, "version", currentVersion())
+		"upstream", a.Upstream.Redacted(), "cache", cacheKind, "mode", cfg.Condense.Mode, "threshold", thresholdLabel(cfg), "version", currentVersion())
 	if everyone && len(cfg.Auth.Keys) == 0 {
 		log.Warn("the proxy is open to the network: it listens beyond loopback and no auth.keys are set, so anyone who reaches " +
 			ln.Addr().String() + " can send requests through it to the upstream; set auth.keys (CONDENSE_AUTH_KEYS) or listen on 127.0.0.1")
@@ -261,4 +262,21 @@ func health(ctx context.Context, args []string, stdout io.Writer, environ []stri
 		return fmt.Errorf("health: %s answered %d", target, resp.StatusCode)
 	}
 	return nil
+}
+
+// thresholdLabel says what condense.threshold is: its value, or, unset,
+// the rule that gives each model its own.
+func thresholdLabel(cfg *config.Config) string {
+	if t := cfg.Condense.Threshold; t > 0 {
+		return strconv.FormatFloat(t, 'g', -1, 64)
+	}
+	return fmt.Sprintf("by window (%g from %d tokens, %g below)", config.LargeWindowThreshold, config.LargeWindow, config.SmallWindowThreshold)
+}
+
+// thresholdOf is the threshold of a model of window tokens under cfg.
+func thresholdOf(cfg *config.Config, window int) float64 {
+	if t := cfg.Condense.Threshold; t > 0 {
+		return t
+	}
+	return config.DefaultThreshold(window)
 }

@@ -48,6 +48,7 @@ func TestShutdownCancelsBackgroundSummaries(t *testing.T) {
 	err := os.WriteFile(cfgFile, []byte(`scope_secret: "a test's scope secret"
 condense:
   summarizer: llm
+  threshold: 0.8
   prepare_threshold: 0.3
 models:
   - match: "*"

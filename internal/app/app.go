@@ -412,7 +412,8 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 	reg := a.Registry
 	models := condense.ModelsFunc(func(model string) condense.ModelLimits {
 		mi := reg.Lookup(model)
-		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
+		return condense.ModelLimits{Window: mi.ContextWindow, Threshold: mi.Threshold, Target: config.TargetFor(cfg.Condense.Target, mi.Threshold),
+			Encoding: mi.Encoding, SafetyFactor: mi.SafetyFactor,
 			CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, CacheTTL: mi.CacheTTL, MaxOutput: mi.MaxOutputTokens, Family: mi.Match,
 			MinCachedPrefix: mi.MinCachedPrefix, InputPrice: mi.InputPricePerMTok, OutputPrice: mi.OutputPrice}
 	})

@@ -130,6 +130,7 @@ func TestBackgroundWorkHoldsNoPlace(t *testing.T) {
 	cfg.MaxInflightCondense = 1
 	cfg.InflightWait = 100 * time.Millisecond
 	cfg.Condense.PrepareThreshold = 0.3
+	cfg.Condense.Threshold = 0.8 // the session's first request is under it
 	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: 64000}}
 	a := newApp(t, &cfg, fakeupstream.New(), app.Options{Summarizer: sum})
 	srv := httptest.NewServer(a.Handler)

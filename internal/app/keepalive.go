@@ -36,7 +36,7 @@ func (a *App) buildKeepAlive(o Options, transport http.RoundTripper) error {
 			m := keepalive.Model{CacheTTL: mi.CacheTTL, CacheRead: mi.CacheRead, CacheWrite: mi.CacheWrite, OutputPrice: mi.OutputPrice, Reasoning: mi.Reasoning}
 			if coldTurns {
 				lim := a.models.Limits(model)
-				m.ColdAbove, m.ColdTo = int(float64(lim.Window)*lim.Threshold), int(float64(lim.Window)*cd.Target)
+				m.ColdAbove, m.ColdTo = int(float64(lim.Window)*lim.Threshold), int(float64(lim.Window)*lim.Target)
 			}
 			return m
 		},

@@ -61,6 +61,7 @@ func TestShutdownEndsBackgroundWork(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.ScopeSecret = "a test's scope secret"
 	cfg.Condense.PrepareThreshold = 0.3
+	cfg.Condense.Threshold = 0.8 // the session's first request is under it
 	cfg.Models = []config.ModelConfig{{Match: "*", ContextWindow: 64000}}
 	fake := httptest.NewServer(fakeupstream.New())
 	t.Cleanup(fake.Close)
