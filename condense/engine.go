@@ -847,7 +847,7 @@ func digestsOnly(rq *job) ([]byte, error) {
 	if rq.base.base == nil {
 		// rq.in.Body is that pass (e.digest's ApplyPatches of the
 		// request as received), rq.in its count.
-		counted(rq, rq.base, tally{body: rq.in.Body, req: rq.in, roles: editRoles(rq.in, view.Edit{})})
+		counted(rq, rq.base, tally{body: rq.in.Body, req: rq.in})
 		return rq.in.Body, nil
 	}
 	top, e, err := onReceived(rq, view.Edit{})

@@ -614,9 +614,7 @@ const TooManyUnknown = "(more than 1000 unknown model names; no more are reporte
 // window's (DefaultThreshold).
 func (r *Registry) Lookup(model string) ModelInfo {
 	mi := r.lookup(model)
-	if mi.Threshold == 0 {
-		mi.Threshold = DefaultThreshold(mi.ContextWindow)
-	}
+	mi.Threshold = ThresholdFor(mi.Threshold, mi.ContextWindow)
 	return mi
 }
 

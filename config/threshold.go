@@ -33,6 +33,16 @@ func DefaultThreshold(window int) float64 {
 	return SmallWindowThreshold
 }
 
+// ThresholdFor is the threshold of a model whose context window is
+// window tokens: threshold (condense.threshold or the model's entry's)
+// when set, else DefaultThreshold.
+func ThresholdFor(threshold float64, window int) float64 {
+	if threshold > 0 {
+		return threshold
+	}
+	return DefaultThreshold(window)
+}
+
 // DefaultTarget is condense.target's default for a model whose threshold
 // is threshold: 5/8 of it, at most 0.5.
 func DefaultTarget(threshold float64) float64 {

@@ -153,7 +153,7 @@ lists the directory, reads a file and answers.
 
 Replaying a sample coding session (synthetic: %d requests) at a %d-token window (Claude models: %d),
 so requests over %d tokens are condensed (mode auto):
-`, base, base, key, len(turns), *window, max(*window, demoClaudeWindow), int(float64(*window)*thresholdOf(&cfg, *window)))
+`, base, base, key, len(turns), *window, max(*window, demoClaudeWindow), int(float64(*window)*config.ThresholdFor(cfg.Condense.Threshold, *window)))
 	if ready != nil {
 		ready <- [2]string{base, key}
 	}

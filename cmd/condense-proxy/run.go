@@ -272,11 +272,3 @@ func thresholdLabel(cfg *config.Config) string {
 	}
 	return fmt.Sprintf("by window (%g from %d tokens, %g below)", config.LargeWindowThreshold, config.LargeWindow, config.SmallWindowThreshold)
 }
-
-// thresholdOf is the threshold of a model of window tokens under cfg.
-func thresholdOf(cfg *config.Config, window int) float64 {
-	if t := cfg.Condense.Threshold; t > 0 {
-		return t
-	}
-	return config.DefaultThreshold(window)
-}

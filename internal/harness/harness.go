@@ -55,7 +55,7 @@ type Options struct {
 	// agent sent and the proxy answered, for instance). Nil: none.
 	Front func(http.Handler) http.Handler
 	// Target is condense.target; 0: 0.5, or 5/8 of a Threshold at or
-	// below it (with Threshold 0, each model's: serve's defaults).
+	// below it.
 	Target float64
 	// Model, if set, replaces the one model entry every name matches
 	// (its Match is forced to "*" and, when 0, its window to Window): the
@@ -287,15 +287,13 @@ func New(o Options) *Stack {
 	u, _ := url.Parse(up.URL)
 	cfg := config.Defaults()
 	cfg.Upstream = u.String()
-	// A threshold given keeps its target at 0.5 (5/8 of it at or below
-	// 0.5), as the evaluation's suites are defined; none: each model's
-	// by its window, and its target, as serve's defaults give them.
+	// The threshold (0.8 unless given) keeps its target at 0.5 (5/8 of
+	// it at or below 0.5), as the evaluation's suites are defined — not
+	// serve's default, which follows each model's threshold.
 	cfg.Condense.Threshold = o.Threshold
-	if o.Threshold > 0 {
-		cfg.Condense.Target = 0.5
-		if o.Threshold <= 0.5 {
-			cfg.Condense.Target = o.Threshold * 5 / 8
-		}
+	cfg.Condense.Target = 0.5
+	if o.Threshold <= 0.5 {
+		cfg.Condense.Target = o.Threshold * 5 / 8
 	}
 	if o.Target > 0 {
 		cfg.Condense.Target = o.Target
