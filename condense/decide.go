@@ -397,9 +397,9 @@ func (rq *job) forwardedShapes(after *view.Request) []ItemShape {
 		}
 		return shapes(after)
 	}
-	out := make([]ItemShape, len(after.Items))
-	for i, it := range after.Items {
-		out[i] = ItemShape{Role: roles[i], Tokens: it.Tokens}
+	out := shapes(after)
+	for i := range out {
+		out[i].Role = roles[i]
 	}
 	return out
 }
