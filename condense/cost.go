@@ -19,9 +19,8 @@ import (
 //
 // The planner prices the few choices that shape a conversation's bill —
 // how far a cut or fold moves when the request outgrows the limit (the
-// stride), how often selective condensing moves its digest frontier, and
-// (with condense.defer) whether condensing now pays at all — by
-// simulating the requests expected to follow. Each choice is made once
+// stride) and how often selective condensing moves its digest frontier —
+// by simulating the requests expected to follow. Each choice is made once
 // per conversation and frozen (memo.go), so every later request and every
 // replica replays it byte for byte.
 

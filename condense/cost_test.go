@@ -220,64 +220,6 @@ func TestEagerDigests(t *testing.T) {
 	}
 }
 
-// TestDefer: with condense.defer, a conversation over the threshold that
-// is not expected to reach the hard limit before it ends (few requests
-// expected to follow at its growth) is forwarded as received when
-// condensing would re-write more than it saves, saying why; one expected
-// to reach the hard limit soon is condensed now (deferring would only
-// move the bust onto a larger request); at the hard limit it is
-// condensed; without the option it is condensed at the threshold.
-func TestDefer(t *testing.T) {
-	// One old output worth digesting, then many steps of reasoning with
-	// small outputs: digesting it re-writes all that follows it.
-	msgs := []map[string]any{{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Read the files."}}
-	for i := 0; i < 24; i++ {
-		id := fmt.Sprintf("c%d", i)
-		out, say := "ok", strings.Repeat("Reasoning about the handlers and what to change next. ", 120)
-		if i == 0 {
-			out, say = bigFile(24000), "Reading."
-		}
-		msgs = append(msgs, map[string]any{"role": "assistant", "content": say, "tool_calls": []map[string]any{{"id": id, "type": "function",
-			"function": map[string]any{"name": "read_file", "arguments": `{"path":"a.go"}`}}}},
-			map[string]any{"role": "tool", "tool_call_id": id, "content": out})
-	}
-	b := body(t, msgs)
-	// room is the answer's: the window less it is the hard limit.
-	run := func(deferOn bool, window, room int) Report {
-		e := New(Deps{Counter: counter, Models: ModelsFunc(func(string) ModelLimits {
-			return ModelLimits{Window: window, Threshold: 0.5, Encoding: tokenizer.O200kBase, SafetyFactor: 1, MaxOutput: room}
-		}), Cache: cache.NewMemory(64 << 20)}, Options{Summarizer: "extractive", SelectiveEnabled: true, Defer: deferOn,
-			Selective: selective.Options{KeepRecentToolOutputs: 3}, KeepRecentTurns: 23})
-		res, err := e.Condense(context.Background(), Request{Codec: chatCodec, Body: b, Mode: ModeSelective, Scope: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Report
-	}
-	probe := run(false, 1_000_000, 0)
-	n := probe.TokensBefore
-	window := n * 19 / 10 // over the threshold (0.5)
-	// The conversation grows by about n/24 a request and is expected to
-	// send 12 more (half its 24 steps): with a tenth of the window as
-	// the answer's room the hard limit is 17 requests away, with a
-	// quarter 10.
-	far, near := window/10, window/4
-	if r := run(false, window, far); r.Applied == AppliedNone {
-		t.Fatalf("without defer: not condensed (%s)", r.Reason)
-	}
-	r := run(true, window, far)
-	if r.Applied != AppliedNone || r.Deferred == "" || !strings.Contains(r.Deferred, "requests expected") {
-		t.Fatalf("with defer: applied %s, deferred %q (%s)", r.Applied, r.Deferred, r.Reason)
-	}
-	if r := run(true, window, near); r.Applied == AppliedNone || r.Deferred != "" {
-		t.Errorf("the hard limit expected before the session ends: applied %s, deferred %q", r.Applied, r.Deferred)
-	}
-	hard := n * 21 / 20 // over the window less the answer's room
-	if r := run(true, hard, hard/10); r.Applied == AppliedNone || r.Deferred != "" {
-		t.Errorf("at the hard limit: applied %s, deferred %q", r.Applied, r.Deferred)
-	}
-}
-
 // TestEagerBriefs: with eager digests, outputs a wide stride behind the
 // frontier keep only a brief (what their digest's marker said) — except
 // logs, whose failing tests stay — and every output keeps its id.

@@ -200,9 +200,8 @@ func (e *Engine) admit(ctx context.Context, req Request, vr *view.Request, lim M
 
 // ready prepares rq, which is to be condensed, and returns the mode it is
 // condensed in: false when it is forwarded as received after all (it does
-// not parse, or its condensation is deferred).
+// not parse).
 func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, r *Report, observe func(string, string, int)) (string, bool) {
-	req := rq.req
 	switch {
 	case rq.eager:
 		r.Reason, r.Path = "under threshold; eager digests", []string{PathUnderThreshold, PathEagerDigests}
@@ -230,16 +229,6 @@ func (e *Engine) ready(ctx context.Context, rq *job, mode string, tooMany bool, 
 	}
 	if mode == ModeAuto && !e.opts.SelectiveEnabled {
 		mode = ModeFull
-	}
-	if e.opts.Defer && rq.over && !tooMany && !req.Force && !rq.cold {
-		// (A cold turn is not deferred: condensing it busts nothing.)
-		if why, ok := e.deferral(ctx, rq, mode); ok {
-			r.Deferred = why
-			addReason(r, "; deferred: "+why, PathDeferred)
-			r.AsReceived = true
-			observe(mode, "deferred", 0)
-			return mode, false
-		}
 	}
 	return mode, true
 }
@@ -309,11 +298,6 @@ func (e *Engine) apply(ctx context.Context, rq *job, mode string, res *Result, o
 	r.TokensAfter = afterTokens
 	r.Changes = forwardedChanges(rq.changes)
 	r.Forwarded = rq.forwardedShapes(after)
-	if e.opts.Defer && rq.keeps() {
-		// Deferral applies only before a conversation's first
-		// condensation: once condensed, it stays condensed.
-		e.decide(ctx, rq, decisionCondensed, func() int { return 1 })
-	}
 	r.Cold = rq.cold
 	observe(r.Applied, "condensed", r.TokensBefore-r.TokensAfter)
 	return after, nil

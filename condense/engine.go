@@ -6,7 +6,7 @@
 //
 //	decide.go     scan (the codec) → count against the model's threshold →
 //	              off, observe (observe.go), an agent's own compaction
-//	              (compaction.go), defer (deferral.go) or a mode
+//	              (compaction.go) or a mode
 //	plan.go       the conversation's plan: the cost model (cost.go) chooses
 //	              how far cuts move and where the digest frontier stands,
 //	              each choice frozen per conversation (memo.go)
@@ -196,12 +196,6 @@ type Options struct {
 	// about (its middle is cut); DigestMaxTokens bounds the digest.
 	// Defaults 24000 and 600.
 	DigestInputBytes, DigestMaxTokens int
-	// Defer lets the planner forward a request over the threshold as
-	// received, before the conversation's first condensation, while
-	// condensing it would cost more than it saves over the requests
-	// expected to follow; at the hard limit (the window less the room the
-	// answer needs) condensing is forced. Default false.
-	Defer bool
 	// NoColdTurns turns cold turns off (cold.go): a request after an
 	// idle gap past the model's cache lifetime is condensed as any
 	// other. Default false: they are on.
@@ -389,11 +383,6 @@ type Report struct {
 	// written again anyway): it was condensed to the target (cold.go).
 	Cold bool
 
-	// Deferred says why a request over the threshold was forwarded as
-	// received (condense.defer: condensing it now would cost more than it
-	// saves over the requests expected to follow).
-	Deferred string
-
 	// Observe mode: what auto would have forwarded (WouldApply,
 	// WouldTokensAfter) and that request's estimated bill (WouldBill,
 	// from its own prefix log: the would-be conversation).
@@ -418,7 +407,7 @@ type Report struct {
 	// AsReceived is set when the request was to be condensed (over the
 	// threshold or max_messages, forced, or under it with eager digests)
 	// or could not be touched, and goes exactly as received instead
-	// (Reason says why: "…; forwarded unchanged", or deferred): nothing
+	// (Reason says why: "…; forwarded unchanged"): nothing
 	// may be added to it on its way (the recall tool is not).
 	AsReceived bool
 	// RecallTool: the proxy adds the recall tool (Options.RecallTool) to

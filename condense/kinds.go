@@ -32,8 +32,7 @@ const (
 	PathOverThreshold   = "over_threshold"
 	PathOverMaxMessages = "over_max_messages"
 	PathForced          = "forced"
-	PathCold            = "cold"     // idle past the cache's lifetime (cold.go)
-	PathDeferred        = "deferred" // condense.defer: Report.Deferred says why
+	PathCold            = "cold" // idle past the cache's lifetime (cold.go)
 
 	// How it was condensed.
 	PathDigests             = "digests"               // tool outputs digested
@@ -79,7 +78,7 @@ var (
 	pathSteps = []string{
 		PathNoCodec, PathNotRequest, PathHoldout, PathObserve, PathModeOff,
 		PathAgentCompaction, PathWithinWindow, PathOverWindow,
-		PathUntouchable, PathUnderThreshold, PathEagerDigests, PathOverThreshold, PathOverMaxMessages, PathForced, PathCold, PathDeferred,
+		PathUntouchable, PathUnderThreshold, PathEagerDigests, PathOverThreshold, PathOverMaxMessages, PathForced, PathCold,
 		PathDigests, PathInputsShortened, PathAutoFolds, PathAutoSwitch, PathWindowNow, PathCut, PathExtractiveAllowance,
 		PathNoChunk, PathSummariesOverTarget, PathRecentStepsCut, PathAllVerbatim,
 		PathInvalid, PathFailed, PathNothingCondensed, PathNotShrunk, PathForwardedUnchanged,

@@ -37,7 +37,6 @@ var (
 		PathOverMaxMessages:     says(both, "over max_messages"),
 		PathForced:              says(both, "forced"),
 		PathCold:                says(both, coldReason),
-		PathDeferred:            says(both, "; deferred: "),
 		PathDigests:             says(both, " tool outputs digested"),
 		PathInputsShortened:     says(both, " tool inputs shortened"),
 		PathAutoFolds:           says(both, autoFoldsReason),

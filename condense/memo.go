@@ -44,9 +44,6 @@ const (
 	// when the conversation was first condensed over the threshold
 	// (plus 1): later requests move it on only when they must.
 	decisionFrontierFirst = "frontierfirst"
-	// decisionCondensed marks a conversation condensed once (with
-	// condense.defer: deferral is over for it).
-	decisionCondensed = "condensed"
 	// decisionAuto is auto's way for the conversation, chosen at its
 	// first condensation: autoDigests or autoFolds (plan.go).
 	decisionAuto = "auto"
@@ -68,7 +65,7 @@ const (
 
 // decisionNames are every decision a conversation's record holds.
 var decisionNames = []string{decisionFold, decisionFoldLong, decisionFoldLongLimit, decisionFoldBreak, decisionWindow,
-	decisionCutLong, decisionCutLongLimit, decisionFrontier, decisionFrontierFirst, decisionCondensed, decisionAuto,
+	decisionCutLong, decisionCutLongLimit, decisionFrontier, decisionFrontierFirst, decisionAuto,
 	decisionAutoFoldEnd, decisionWindowFirst, decisionAutoCut}
 
 // The record's other fields: what changes in place as the conversation

@@ -47,7 +47,7 @@ func (e *Engine) observeRequest(ctx context.Context, req Request, start time.Tim
 		r.Reason = "observe: forwarded as received; auto would have: " + r.Reason
 		r.Path = append([]string{PathObserve}, r.Path...)
 	}
-	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded, r.Deferred = nil, nil, "", "", "", ""
+	r.Changes, r.Forwarded, r.Summaries, r.Cache, r.Degraded = nil, nil, "", "", ""
 	r.DegradedKinds = nil
 	r.SummariesCached, r.SummariesMade = 0, 0
 	e.bill(ctx, req.Scope, r, in)

@@ -184,11 +184,10 @@ type Condense struct {
 	// or "notes" (what was there — calls, errors, files — and the ids the
 	// recall tool finds it by; no summary).
 	StandIns string
-	// Defer lets the planner forward a request over the threshold as
-	// received, before its conversation's first condensation, while
-	// condensing it would cost more than it saves over the requests
-	// expected to follow; at the hard limit (the window less the model's
-	// max_output_tokens) it condenses.
+	// Defer is deprecated and has no effect (a warning at start when
+	// set): it forwarded a request over the threshold as received while
+	// condensing it would not pay, and changed no measured bill
+	// (BENCHMARKS.md). The key stays so that configs that set it load.
 	Defer bool
 	// ColdTurns: on a request over the threshold after its conversation
 	// was idle longer than the model's cache_ttl (its prefix is written

@@ -295,7 +295,7 @@ var table = []Key{
 	strKey("condense.stand_ins", "stand-ins", "summaries", func(c *Config) *string { return &c.Condense.StandIns },
 		"what stands for the steps auto's cut omits: summaries (the task, error lines, decisions, paths, recall ids) | notes (what was there and the recall ids, no summary; needs memory.recall_tool)"),
 	boolKey("condense.defer", "defer", false, func(c *Config) *bool { return &c.Condense.Defer },
-		"forward a request over the threshold as received while condensing it would cost more than it saves (until the hard limit)"),
+		"deprecated, no effect (a warning at start when set): it forwarded a request over the threshold as received while condensing it would not pay, and changed no measured bill"),
 	boolKey("condense.cold_turns", "cold-turns", true, func(c *Config) *bool { return &c.Condense.ColdTurns },
 		"on a request over the threshold after its conversation was idle longer than the model's cache_ttl (its prefix is written again anyway), move its cut, fold or digests now, at least to the target; the warm requests after it keep its prefix"),
 	floatKey("condense.holdout_share", "holdout-share", 0, 0, 1, func(c *Config) *float64 { return &c.Condense.HoldoutShare },

@@ -26,9 +26,6 @@ const (
 	HeaderDegraded     = "X-Condense-Degraded"
 	HeaderSummaries    = "X-Condense-Summaries"
 	HeaderCache        = "X-Condense-Cache"
-	// HeaderDeferred says why a request over the threshold went as
-	// received (condense.defer).
-	HeaderDeferred = "X-Condense-Deferred"
 	// HeaderCold is set ("true") on a cold turn: a request over the
 	// threshold after an idle gap past the model's cache_ttl, its edits
 	// moved at least to the target (condense/cold.go).
@@ -264,9 +261,6 @@ func (p *Proxy) prepare(w http.ResponseWriter, r *http.Request, raw []byte, code
 		}
 		if rep.Cache != "" {
 			h.Set(HeaderCache, rep.Cache)
-		}
-		if rep.Deferred != "" {
-			h.Set(HeaderDeferred, rep.Deferred)
 		}
 		if rep.Cold {
 			h.Set(HeaderCold, "true")

@@ -153,9 +153,6 @@ func (p *Proxy) logRequests(next http.Handler) http.Handler {
 				if rep.Arm != "" {
 					attrs = append(attrs, slog.String("arm", rep.Arm))
 				}
-				if rep.Deferred != "" {
-					attrs = append(attrs, slog.String("deferred", rep.Deferred))
-				}
 				if rep.Cold {
 					attrs = append(attrs, slog.Bool("cold", true))
 				}

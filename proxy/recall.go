@@ -60,7 +60,7 @@ import (
 //   - The tool is added to requests that are condensed, and to the other
 //     requests of a conversation condensed before (under the threshold);
 //     never to one the report says goes as received because it could
-//     not be condensed, or was deferred (Report.AsReceived), nor to one
+//     not be condensed (Report.AsReceived), nor to one
 //     the codec refuses it (tool_choice none; chat: n > 1, the legacy
 //     functions; Responses: state the upstream keeps).
 
@@ -128,8 +128,8 @@ func (p *Proxy) addRecallTool(r *http.Request, codec view.Codec, body []byte, co
 		return body
 	}
 	if rep.AsReceived {
-		// Reported as going unchanged (it could not be condensed, or
-		// was deferred): it does.
+		// Reported as going unchanged (it could not be condensed): it
+		// does.
 		return body
 	}
 	tools, ok := codec.(view.Tools)

@@ -317,9 +317,6 @@ type requestJSON struct {
 	// BillUSD the bill at it; both absent when the price is unknown.
 	InputPrice float64 `json:"input_price,omitempty"`
 	BillUSD    *usd    `json:"bill_usd,omitempty"`
-	// Deferred: over the threshold and forwarded as received because
-	// condensing now would not pay (condense.defer).
-	Deferred bool `json:"deferred,omitempty"`
 	// Recalls counts the condense_recall calls the proxy answered.
 	Recalls int `json:"recalls,omitempty"`
 	// Measured is what the upstream's answers reported; absent when
@@ -373,7 +370,6 @@ type detailJSON struct {
 	Summaries      string               `json:"summary_levels,omitempty"`
 	Cache          string               `json:"cache,omitempty"`
 	DegradedReason string               `json:"degraded_reason,omitempty"` // content
-	DeferredReason string               `json:"deferred_reason,omitempty"` // the engine's numbers, no content
 	Path           []string             `json:"path,omitempty"`            // the reason as data (condense.Path*), no content
 	DegradedKinds  []string             `json:"degraded_kinds,omitempty"`  // the fallbacks (condense.Degraded*), no content
 	Changes        []changeJSON         `json:"changes"`
@@ -618,7 +614,7 @@ func (u *UI) request(w http.ResponseWriter, r *http.Request) {
 	out := detailJSON{requestJSON: rowView(rw), Changes: []changeJSON{}}
 	content := v.content(c)
 	if d := rw.detail; d != nil {
-		out.Reason, out.Summaries, out.Cache, out.DeferredReason = d.reason, d.summaries, d.cache, d.deferred
+		out.Reason, out.Summaries, out.Cache = d.reason, d.summaries, d.cache
 		out.Path, out.DegradedKinds = d.path, d.degradedKinds
 		if content {
 			out.DegradedReason = d.degraded
@@ -766,7 +762,7 @@ func rowView(r *row) requestJSON {
 		Summaries: r.summaries, Digests: r.digests, Windows: r.windows, New: r.fresh,
 		Degraded: r.degraded, Detail: r.detail != nil, AgentCompaction: r.compaction,
 		CacheRead: r.cacheRead, CacheWrite: r.cacheWrite, Bill: r.bill, BillUncondensed: r.billUncondensed,
-		Deferred: r.deferred, Recalls: r.recalls, WouldApply: r.wouldApply, WouldTokensAfter: r.wouldAfter, WouldBill: r.wouldBill,
+		Recalls: r.recalls, WouldApply: r.wouldApply, WouldTokensAfter: r.wouldAfter, WouldBill: r.wouldBill,
 		WouldCacheRead: r.wouldRead, WouldCacheWrite: r.wouldWrite,
 	}
 }

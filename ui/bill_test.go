@@ -89,7 +89,7 @@ func TestBillFigures(t *testing.T) {
 	call(t, u, "/ui/api/conversations/"+c.ID, remote, &conv)
 	for i, q := range conv.Requests {
 		r := reps[i]
-		if q.CacheRead != r.CacheRead || q.CacheWrite != r.CacheWrite || q.Bill != r.Bill || q.BillUncondensed != r.BillUncondensed || q.Deferred || q.WouldApply != "" {
+		if q.CacheRead != r.CacheRead || q.CacheWrite != r.CacheWrite || q.Bill != r.Bill || q.BillUncondensed != r.BillUncondensed || q.WouldApply != "" {
 			t.Errorf("request %d: %+v", q.N, q)
 		}
 	}
@@ -102,8 +102,8 @@ func TestBillFigures(t *testing.T) {
 	}
 }
 
-// TestBillAddsUp: over sessions in auto and in observe mode and a deferred
-// request, every bill figure the page shows is the sum of the reports'
+// TestBillAddsUp: over sessions in auto and in observe mode and a request
+// over the threshold forwarded as received, every bill figure the page shows is the sum of the reports'
 // (in thousandths of an input token: exactly), overall, per model, per
 // conversation and per request.
 func TestBillAddsUp(t *testing.T) {
@@ -112,10 +112,9 @@ func TestBillAddsUp(t *testing.T) {
 	a := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", t0, 50)
 	b := session(bearer("kb"), "conv-b", "claude-sonnet-4", "agent/2", t0, 30)
 	o := observed(session(bearer("ka"), "conv-o", "gpt-4o", "agent/1", t0, 40))
-	// A request over the threshold that condense.defer forwarded as is.
+	// A request over the threshold forwarded as received.
 	d := session(bearer("kb"), "conv-d", "claude-sonnet-4", "agent/2", t0, 1)
-	d[0].Report.Deferred = "condensing now would cost about 41000 input tokens' worth (re-writing 32800 tokens, 1 summaries) and save about 9000 over the 3 requests expected to follow"
-	d[0].Report.Reason = "over threshold; deferred: " + d[0].Report.Deferred
+	d[0].Report.Reason = "over threshold; nothing to condense; forwarded unchanged"
 	d[0].Report.TokensBefore, d[0].Report.TokensAfter, d[0].Report.Trigger = 60000, 60000, 51200
 	all := [][]proxy.Event{a, b, o, d}
 	// gpt-4o has a price; claude-sonnet-4 here none (its bills are in no
@@ -130,10 +129,9 @@ func TestBillAddsUp(t *testing.T) {
 	}
 
 	type sums struct {
-		b        billSums
-		obs      observeSums
-		after    int64
-		deferred int64
+		b     billSums
+		obs   observeSums
+		after int64
 	}
 	add := func(s *sums, r *condense.Report) {
 		s.b.CacheRead += int64(r.CacheRead)
@@ -151,9 +149,6 @@ func TestBillAddsUp(t *testing.T) {
 			s.b.Unpriced++
 		}
 		s.after += int64(r.TokensAfter)
-		if r.Deferred != "" {
-			s.deferred++
-		}
 		if r.Applied == condense.AppliedObserve {
 			s.obs.Requests++
 			if r.WouldApply != condense.AppliedNone {
@@ -185,8 +180,8 @@ func TestBillAddsUp(t *testing.T) {
 
 	var ov overviewResp
 	call(t, u, "/ui/api/overview", loopback, &ov)
-	if ov.Totals.billSums != total.b || ov.Totals.Observe != total.obs || ov.Totals.Deferred != 1 {
-		t.Errorf("totals\n got %+v %+v deferred %d\nwant %+v %+v", ov.Totals.billSums, ov.Totals.Observe, ov.Totals.Deferred, total.b, total.obs)
+	if ov.Totals.billSums != total.b || ov.Totals.Observe != total.obs {
+		t.Errorf("totals\n got %+v %+v\nwant %+v %+v", ov.Totals.billSums, ov.Totals.Observe, total.b, total.obs)
 	}
 	wantShare := float64(total.b.CacheRead) / float64(total.after)
 	wantSaving := 1 - float64(total.b.Bill)/float64(total.b.BillUncondensed)
@@ -207,10 +202,10 @@ func TestBillAddsUp(t *testing.T) {
 	}
 	var modes []string
 	for _, m := range ov.Modes {
-		modes = append(modes, fmt.Sprintf("%s:%d/%d/%d", m.Mode, m.Condensed, m.Unchanged, m.Deferred))
+		modes = append(modes, fmt.Sprintf("%s:%d/%d", m.Mode, m.Condensed, m.Unchanged))
 	}
 	// Observe requests went as received: none is counted condensed.
-	if fmt.Sprint(modes) != fmt.Sprintf("[auto:%d/%d/1 observe:0/%d/0]", condensedIn(a, b, d), unchangedIn(a, b, d), unchangedIn(o)) || ov.Applied[condense.AppliedObserve] != 0 {
+	if fmt.Sprint(modes) != fmt.Sprintf("[auto:%d/%d observe:0/%d]", condensedIn(a, b, d), unchangedIn(a, b, d), unchangedIn(o)) || ov.Applied[condense.AppliedObserve] != 0 {
 		t.Errorf("modes %v, applied %v", modes, ov.Applied)
 	}
 
@@ -233,7 +228,7 @@ func TestBillAddsUp(t *testing.T) {
 			r := &evs[i].Report
 			add(&w, r)
 			if q.CacheRead != r.CacheRead || q.CacheWrite != r.CacheWrite || q.Bill != r.Bill || q.BillUncondensed != r.BillUncondensed ||
-				q.Deferred != (r.Deferred != "") || q.WouldBill != r.WouldBill || q.WouldTokensAfter != r.WouldTokensAfter ||
+				q.WouldBill != r.WouldBill || q.WouldTokensAfter != r.WouldTokensAfter ||
 				q.WouldCacheRead != r.WouldCacheRead || q.WouldCacheWrite != r.WouldCacheWrite || q.WouldApply != r.WouldApply {
 				t.Errorf("%s request %d: %+v\nreport %+v", c.ID, q.N, q, r)
 			}
@@ -279,39 +274,22 @@ func unchangedIn(sessions ...[]proxy.Event) int {
 	return n
 }
 
-// TestDeferredAndObserveDetail: a deferred request keeps its detail (with
-// the engine's reason, numbers only, so shown to every viewer) after later
-// requests; an observe request's detail says what auto would have done.
-func TestDeferredAndObserveDetail(t *testing.T) {
+// TestObserveDetail: an observe request's detail says what auto would
+// have done.
+func TestObserveDetail(t *testing.T) {
 	u := New(Options{Scope: scopeOf})
 	t0 := time.Now().Add(-time.Hour)
-	evs := session(bearer("ka"), "conv-a", "gpt-4o", "agent/1", t0, 3)
-	why := "condensing now would cost about 41000 input tokens' worth (re-writing 32800 tokens, 1 summaries) and save about 9000 over the 3 requests expected to follow"
-	evs[1].Report.Deferred = why
-	evs[1].Report.Reason = "over threshold; deferred: " + why
-	record(u, evs)
 	ob := observed(session(bearer("ka"), "conv-o", "gpt-4o", "agent/1", t0, 40))
 	record(u, ob)
 
 	var list listResp
 	call(t, u, "/ui/api/conversations", remote, &list)
-	ids := map[string]string{}
-	for _, c := range list.Conversations {
-		ids[fmt.Sprint(c.Requests)] = c.ID
+	if len(list.Conversations) != 1 {
+		t.Fatalf("%d conversations", len(list.Conversations))
 	}
 	var d detailResp
-	if w := call(t, u, "/ui/api/conversations/"+ids["3"]+"/requests/2", remote, &d); w.Code != 200 {
-		t.Fatalf("deferred request: %d %s", w.Code, w.Body)
-	}
-	if d.Content || !d.Request.Detail || !d.Request.Deferred || d.Request.DeferredReason != why || d.Request.Reason != "over threshold" {
-		t.Errorf("deferred detail for a numbers-only viewer: %+v", d.Request)
-	}
-	if w := call(t, u, "/ui/api/conversations/"+ids["3"]+"/requests/1", remote, &d); w.Code != 200 || d.Request.Detail {
-		t.Errorf("a request neither condensed nor deferred keeps its detail: %+v", d.Request)
-	}
-
 	last := ob[len(ob)-1].Report
-	if w := call(t, u, fmt.Sprintf("/ui/api/conversations/%s/requests/%d", ids["40"], len(ob)), remote, &d); w.Code != 200 {
+	if w := call(t, u, fmt.Sprintf("/ui/api/conversations/%s/requests/%d", list.Conversations[0].ID, len(ob)), remote, &d); w.Code != 200 {
 		t.Fatalf("observe request: %d", w.Code)
 	}
 	q := d.Request

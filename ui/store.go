@@ -121,8 +121,7 @@ type row struct {
 	bill, billUncondensed float64
 	// price is the model's input price, USD per million tokens (0:
 	// unknown).
-	price    float64
-	deferred bool // over the threshold, forwarded as received by condense.defer
+	price float64
 	// Observe mode (applied "observe"): what auto would have forwarded.
 	wouldApply            string
 	wouldAfter            int
@@ -149,7 +148,6 @@ type detail struct {
 	summaries string
 	cache     string
 	degraded  string
-	deferred  string // why condense.defer forwarded it as received
 	changes   []condense.Change
 	received  []condense.ItemShape
 	forwarded []condense.ItemShape
@@ -178,8 +176,7 @@ type totals struct {
 	SummariesCached int64 `json:"summaries_cached"`
 	Digests         int64 `json:"digests"`
 	Windows         int64 `json:"windows"`
-	Deferred        int64 `json:"deferred"` // over the threshold, forwarded as received by condense.defer
-	Recalls         int64 `json:"recalls"`  // condense_recall calls the proxy answered
+	Recalls         int64 `json:"recalls"` // condense_recall calls the proxy answered
 	billSums
 	Observe observeSums `json:"observe"`
 	// Measured is what the upstream's answers reported (measured usage);
@@ -439,7 +436,6 @@ type modeCounts struct {
 	NotCounted int64            `json:"not_counted"`
 	Applied    map[string]int64 `json:"applied"` // full, selective, truncate
 	Degraded   int64            `json:"degraded"`
-	Deferred   int64            `json:"deferred"` // of the unchanged
 }
 
 type modelCounts struct {
@@ -563,9 +559,6 @@ func (s *store) record(ev *proxy.Event) {
 		t.Arms[i].add(rep, ev.Measured)
 	}
 	t.Measured.add(rep, ev.Measured)
-	if rep.Deferred != "" {
-		t.Deferred++
-	}
 	if degraded {
 		t.Degraded++
 		reason := degradedKey(rep)
@@ -596,9 +589,6 @@ func (s *store) record(ev *proxy.Event) {
 	}
 	if degraded {
 		mc.Degraded++
-	}
-	if rep.Deferred != "" {
-		mc.Deferred++
 	}
 
 	if rep.Counted {
@@ -726,7 +716,7 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 		summaries: kinds[0], digests: kinds[1], windows: kinds[2], fresh: fresh,
 		degraded:  rep.Degraded != "",
 		cacheRead: rep.CacheRead, cacheWrite: rep.CacheWrite, bill: rep.Bill, billUncondensed: rep.BillUncondensed,
-		deferred: rep.Deferred != "", recalls: len(ev.Recalls),
+		recalls: len(ev.Recalls),
 	}
 	if ev.Measured != nil {
 		m := *ev.Measured
@@ -743,9 +733,9 @@ func (s *store) addToConversation(ev *proxy.Event, out string, kinds [3]int) [3]
 		r.prefix = rep.PrefixReused
 	}
 	r.detail = s.newDetail(c, rep, ev.Recalls)
-	// Condensed, degraded, deferred and recalling requests keep their
-	// detail (within the budget); any other only while it is the latest.
-	if r.detail != nil && out != outcomeCondensed && !r.degraded && !r.deferred && r.recalls == 0 {
+	// Condensed, degraded and recalling requests keep their detail
+	// (within the budget); any other only while it is the latest.
+	if r.detail != nil && out != outcomeCondensed && !r.degraded && r.recalls == 0 {
 		c.transient = r.detail
 	}
 	if len(c.rows) < s.maxReqs {
@@ -852,7 +842,7 @@ func (s *store) dropConversation(c *conversation) {
 // budget; nil when it alone is over the budget.
 func (s *store) newDetail(c *conversation, rep *condense.Report, recalls []memory.Recalled) *detail {
 	d := &detail{conv: c, n: c.total}
-	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded) + len(rep.Deferred)
+	size := 256 + len(rep.Reason) + len(rep.Summaries) + len(rep.Cache) + len(rep.Degraded)
 	size += 16 * (len(rep.Path) + len(rep.DegradedKinds))
 	for _, rc := range recalls {
 		size += 128 + min(len(rc.Answer), maxTextBytes) + min(len(rc.Query), maxTextBytes) + 40*len(rc.Items)
@@ -869,7 +859,6 @@ func (s *store) newDetail(c *conversation, rep *condense.Report, recalls []memor
 	d.summaries = strings.Clone(rep.Summaries)
 	d.cache = strings.Clone(rep.Cache)
 	d.degraded = strings.Clone(rep.Degraded)
-	d.deferred = strings.Clone(rep.Deferred)
 	d.path, d.degradedKinds = slices.Clone(rep.Path), slices.Clone(rep.DegradedKinds)
 	if len(rep.Changes) > 0 {
 		d.changes = make([]condense.Change, len(rep.Changes))

@@ -67,15 +67,12 @@ func billSuite(cfg *eval.Config, window int, lengths, reasoningLengths, relevant
 				if err != nil || x <= 0 {
 					return fmt.Errorf("--lengths: %q is not a positive number", l)
 				}
-				// The opt-in modes where their goals are set: defer at 1×,
-				// eager at 2.5×, the relevant-context block at 10× (where
-				// auto's summaries have dropped facts it could bring back;
+				// The opt-in modes where their goals are set: eager at
+				// 2.5×, the relevant-context block at 10× (where auto's
+				// summaries have dropped facts it could bring back;
 				// --relevant-lengths).
 				modes := []string{"off", "full", "selective", "auto"}
-				switch x {
-				case 1:
-					modes = append(modes, "full-defer", "selective-defer", "auto-defer")
-				case 2.5:
+				if x == 2.5 {
 					modes = append(modes, "selective-eager")
 				}
 				for _, r := range strings.Split(relevantLengths, ",") {

@@ -409,6 +409,9 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 			}
 		}
 	}
+	if cfg.Condense.Defer {
+		a.Log.Warn("condense.defer has no effect: it changed no measured bill, and was removed (BENCHMARKS.md); remove the key")
+	}
 	reg := a.Registry
 	models := condense.ModelsFunc(func(model string) condense.ModelLimits {
 		mi := reg.Lookup(model)
@@ -446,7 +449,6 @@ func (a *App) buildEngine(o Options, transport http.RoundTripper) (*condense.Eng
 		DigestInputBytes:    cfg.Selective.LLMDigestInputBytes,
 		DigestMaxTokens:     cfg.Selective.LLMDigestMaxTokens,
 		MaxSummarizerCalls:  cfg.Condense.MaxSummarizerCalls,
-		Defer:               cfg.Condense.Defer,
 		NoColdTurns:         !cfg.Condense.ColdTurns,
 		AutoLLMShare:        autoLLMShare(cfg.Condense.AutoLLMShare),
 		StandIns:            cfg.Condense.StandIns,

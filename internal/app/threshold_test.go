@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"bytes"
+	"log/slog"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/config"
@@ -71,5 +73,52 @@ func TestThresholdByWindowServed(t *testing.T) {
 			}
 		}
 		srv.Close()
+	}
+}
+
+// TestDeferHasNoEffect: condense.defer, deprecated, still loads; serve
+// says once at start that it has no effect, and a conversation over the
+// threshold is forwarded byte for byte as without it.
+func TestDeferHasNoEffect(t *testing.T) {
+	sess, _ := corpus.Synthetic(8, int(0.9*32000*3.2))
+	ends := sess.TurnEnds()
+	var forwarded [2][][]byte
+	for i, on := range []bool{false, true} {
+		cfg := config.Defaults()
+		cfg.ScopeSecret = "a test's scope secret"
+		cfg.Condense.Defer = on
+		cfg.Models = []config.ModelConfig{{Match: "small*", ContextWindow: 32000, SafetyFactor: 1}}
+		logs := &bytes.Buffer{}
+		up := fakeupstream.New()
+		a := newApp(t, &cfg, up, app.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if warned := strings.Count(logs.String(), "condense.defer has no effect"); warned != map[bool]int{false: 0, true: 1}[on] {
+			t.Errorf("defer %v: warned %d times:\n%s", on, warned, logs)
+		}
+		srv := httptest.NewServer(a.Handler)
+		condensed := 0
+		for _, end := range ends[len(ends)-4:] {
+			b, err := sess.Request("small-model", end)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp := postDrained(t, srv.URL+"/v1/chat/completions", bytes.NewReader(b)); resp.Header.Get(proxy.HeaderApplied) != "none" {
+				condensed++
+			}
+		}
+		srv.Close()
+		if condensed == 0 {
+			t.Fatalf("defer %v: nothing condensed: the test shows nothing", on)
+		}
+		for _, r := range up.Received() {
+			forwarded[i] = append(forwarded[i], r.Body)
+		}
+	}
+	if len(forwarded[0]) != len(forwarded[1]) {
+		t.Fatalf("%d requests forwarded without defer, %d with", len(forwarded[0]), len(forwarded[1]))
+	}
+	for i := range forwarded[0] {
+		if !bytes.Equal(forwarded[0][i], forwarded[1][i]) {
+			t.Errorf("request %d forwarded differently with condense.defer", i+1)
+		}
 	}
 }

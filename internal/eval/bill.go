@@ -120,8 +120,6 @@ type BillGoals struct {
 	// AutoSlack: auto's bill is at most the cheaper of full and selective
 	// plus this, at every length.
 	AutoSlack float64
-	// DeferMax bounds every defer mode's bill at about 1× the window.
-	DeferMax float64
 	// EagerMinFacts is the least share of planted facts selective-eager
 	// keeps.
 	EagerMinFacts float64
@@ -143,7 +141,7 @@ type BillGoals struct {
 var IssueGoals = BillGoals{
 	MinPrefix: 0.95, MinPrefixThinking: 0.90,
 	MaxAt25:   map[string]float64{"auto": 0.50, "full": 0.45, "selective": 0.65, "selective-eager": 0.30},
-	AutoSlack: 0.02, DeferMax: 1.0, EagerMinFacts: 0.95, RelevantGain: 0.10, RelevantFloor: 0.90,
+	AutoSlack: 0.02, EagerMinFacts: 0.95, RelevantGain: 0.10, RelevantFloor: 0.90,
 }
 
 // relevantLeast is the least share of planted facts auto-relevant must
@@ -167,7 +165,6 @@ func (r *Report) CheckBill(g BillGoals) []string {
 			continue
 		}
 		id := labelOf(row.Session, row.Format) + " " + row.Mode
-		base := strings.TrimSuffix(strings.TrimSuffix(row.Mode, "-defer"), "-eager")
 		thinking := row.Format != "chat"
 		switch {
 		case !thinking && (row.Mode == "full" || row.Mode == "selective" || row.Mode == "auto") && row.PrefixStability < g.MinPrefix:
@@ -177,9 +174,6 @@ func (r *Report) CheckBill(g BillGoals) []string {
 		}
 		if max, ok := g.MaxAt25[row.Mode]; ok && row.Length == 2.5 && !thinking && row.BillAnthropic > max {
 			out = append(out, fmt.Sprintf("%s: bill %.3f > %.2f at 2.5× the window", id, row.BillAnthropic, max))
-		}
-		if base != row.Mode && strings.HasSuffix(row.Mode, "-defer") && row.Length == 1 && row.BillAnthropic > g.DeferMax {
-			out = append(out, fmt.Sprintf("%s: bill %.3f > %.2f at 1× the window", id, row.BillAnthropic, g.DeferMax))
 		}
 		if row.Mode == "selective-eager" && row.FactsSeen > 0 && float64(row.FactsKept) < g.EagerMinFacts*float64(row.FactsSeen) {
 			out = append(out, fmt.Sprintf("%s: kept %d of %d planted facts", id, row.FactsKept, row.FactsSeen))

@@ -35,7 +35,7 @@ type Mode struct {
 	Header     string // X-Condense-Mode
 	Summarizer string // llm (canned answers) or extractive
 	// Configure, if set, sets the mode's configuration keys
-	// (selective.eager, condense.defer…).
+	// (selective.eager, memory.relevant_context…).
 	Configure func(*config.Config) `json:"-"`
 }
 
@@ -584,17 +584,14 @@ func (r *Report) JSON() []byte {
 }
 
 // BillModes are the modes of the bill suite: off, and full, selective and
-// auto with LLM summaries; selective with selective.eager; and the three
-// with condense.defer.
+// auto with LLM summaries; selective with selective.eager; auto with the
+// relevant-context block and with notes for stand-ins.
 var BillModes = []Mode{
 	{Name: "off", Header: "off", Summarizer: "extractive"},
 	{Name: "full", Header: "full", Summarizer: "llm"},
 	{Name: "selective", Header: "selective", Summarizer: "llm"},
 	{Name: "auto", Header: "auto", Summarizer: "llm"},
 	{Name: "selective-eager", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Selective.Eager = true }},
-	{Name: "full-defer", Header: "full", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
-	{Name: "selective-defer", Header: "selective", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
-	{Name: "auto-defer", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.Defer = true }},
 	{Name: "auto-relevant", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Memory.RelevantContext = true }},
 	{Name: "auto-notes", Header: "auto", Summarizer: "llm", Configure: func(c *config.Config) { c.Condense.StandIns = "notes" }},
 }

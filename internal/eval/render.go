@@ -321,8 +321,7 @@ replayed; threshold ` + pct(r.Threshold) + `, target 50%; the model priced Anthr
 bill (cache reads 0.1, writes 1.25, a 5-minute cache; output 5× input), the summarizer priced like the main model
 (input 1, output 5) and answering with about 1,000 tokens that keep the transcript's facts (failing tests, errors,
 decisions, edited paths — what the built-in prompt asks a model to keep). Modes: **full**, **selective**,
-**auto**; **selective-eager** (selective.eager, at 2.5×); **full-defer**, **selective-defer**, **auto-defer**
-(condense.defer, at 1×); **auto-relevant** (memory.relevant_context, at 10×). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
+**auto**; **selective-eager** (selective.eager, at 2.5×); **auto-relevant** (memory.relevant_context, at 10×). *bill* is the session's bill as a share of the same session sent uncondensed; *reads*,
 *writes* and *summ.* are its parts (cache reads, input written, the summarizer); *GPT-5.6* is the same replay
 billed at OpenAI's prices from the GPT-5.6 family on (reads 0.1, writes 1.25, output 8× input); *avg fwd* is the average
 forwarded request; *facts* are planted facts present in a condensed request as sent and still present as

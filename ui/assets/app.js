@@ -344,7 +344,7 @@ function renderModes(ov) {
     h('td', {}, m.mode),
     h('td', { class: 'num' }, num(m.condensed + m.unchanged + m.passed + m.not_counted)),
     h('td', { class: 'badges' }, Object.entries(m.applied || {}).sort().map(([k, v]) => h('span', { class: 'badge ' + k }, k + ' ' + num(v)))),
-    h('td', { class: 'num', title: m.deferred ? 'of which deferred: condensing them would not have paid (condense.defer)' : null }, num(m.unchanged) + (m.deferred ? ' (' + num(m.deferred) + ' deferred)' : '')),
+    h('td', { class: 'num' }, num(m.unchanged)),
     h('td', { class: 'num' }, num(m.passed)),
     h('td', { class: 'num' }, m.degraded ? h('span', { class: 'badge degraded' }, num(m.degraded)) : '0')));
   $('#modes').replaceChildren(rows.length ? h('table', {},
@@ -430,7 +430,6 @@ function renderConvs(r) {
 }
 
 const KINDS = ['summary', 'digest', 'window'];
-const DEFERRED = 'over the threshold and forwarded as received: condensing it now would have cost more than it saves (condense.defer); the request says why';
 const APPLIED_KIND = { full: 'summary', selective: 'digest', truncate: 'window' };
 
 // kinds lists the changes in effect in a request, by kind, with how many
@@ -440,7 +439,6 @@ function kinds(q) {
   [q.summaries, q.digests, q.windows].forEach((c, j) => { if (c) k.push([KINDS[j], c, q.new[j]]); });
   if (!k.length && APPLIED_KIND[q.applied]) k.push([APPLIED_KIND[q.applied], 0, 0]);
   if (q.degraded) k.push(['degraded', 0, 0]);
-  if (q.deferred) k.push(['deferred', 0, 0]);
   return k;
 }
 
@@ -578,7 +576,7 @@ function requestsTable(reqs, id, sel) {
   h('td', { class: 'nowrap' }, applied(q)),
   h('td', { class: 'num' }, num(q.tokens_received)),
   h('td', { class: 'num' }, num(q.tokens_forwarded)),
-  h('td', { class: 'badges' }, kinds(q).map(([k, c, fresh]) => h('span', { class: 'badge ' + k, title: k === 'deferred' ? DEFERRED : fresh ? fresh + ' new in this request' : '' },
+  h('td', { class: 'badges' }, kinds(q).map(([k, c, fresh]) => h('span', { class: 'badge ' + k, title: fresh ? fresh + ' new in this request' : '' },
     (c ? k + ' ×' + c : k) + (fresh && fresh < c ? ' (' + fresh + ' new)' : '')))),
   h('td', { class: 'num', title: 'tokens read from the prompt cache / written (estimated)' + (q.measured ? '; measured: ' +
     (q.measured.reported ? num(q.measured.cache_read || 0) + ' / ' + num(q.measured.cache_write || 0) : 'not reported') : '') },
@@ -643,8 +641,7 @@ function renderDetail(r) {
         (d.measured.answers > 1 ? ' over ' + d.measured.answers + ' answers (recall rounds)' : '') +
         (d.measured.estimate_error !== undefined ? ' · estimate error ' + frac(d.measured.estimate_error) : '') : 'not reported') : '',
       d.applied === 'observe' ? [chip('observe → would apply', d.would_apply || 'none'), chip('would forward', num(d.would_tokens_after) + ' tokens'),
-        chip('would bill', billExact(d.would_bill) + ' (prompt cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : '',
-      d.deferred ? h('span', { class: 'chip deferred' }, 'deferred ', h('b', {}, d.deferred_reason || 'condensing it would not have paid')) : ''),
+        chip('would bill', billExact(d.would_bill) + ' (prompt cache read ' + num(d.would_cache_read) + ' / written ' + num(d.would_cache_write) + ')')] : ''),
   ];
   if (d.reason) parts.push(h('p', { class: 'reason' }, 'Why: ' + d.reason, d.path ? h('span', { class: 'muted' }, ' (' + d.path.join(' → ') + ')') : ''));
   const kinds = (d.degraded_kinds || []).join(', ');
