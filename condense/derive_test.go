@@ -228,6 +228,18 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 type splices struct {
 	received                []byte
 	scans, splices, ofACopy atomic.Int32
+	// parses counts Parse calls of a request of items items (the
+	// received one's count), partial the others (items parsed alone).
+	items           int
+	parses, partial atomic.Int32
+}
+
+func (c *splices) parsed(r *view.Request) {
+	if len(r.Items) == c.items {
+		c.parses.Add(1)
+	} else {
+		c.partial.Add(1)
+	}
 }
 
 func (c *splices) spliced(r *view.Request) {
@@ -256,6 +268,11 @@ func (c *chatSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 	return c.Codec.Splice(r, e)
 }
 
+func (c *chatSplicing) Parse(r *view.Request) error {
+	c.parsed(r)
+	return c.Codec.Parse(r)
+}
+
 type respSplicing struct {
 	*responses.Codec
 	splices
@@ -271,6 +288,11 @@ func (c *respSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 	return c.Codec.Splice(r, e)
 }
 
+func (c *respSplicing) Parse(r *view.Request) error {
+	c.parsed(r)
+	return c.Codec.Parse(r)
+}
+
 // TestTwoStageSplicedOnce: a request condensed by digests and a window
 // over them — selective's digests not enough, or the newest steps'
 // outputs digested before the window —, its summaries and digests
@@ -278,6 +300,9 @@ func (c *respSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 // derived from the composed edit) and spliced once, from the body as
 // received: the digested copy the window is planned on is never spliced
 // (nor scanned). Digests with no item omitted are not spliced at all.
+// It is parsed once too: the digested copy's parse is derived from the
+// received one's, only the digested items parsed again, alone
+// (view.ParsePatched).
 func TestTwoStageSplicedOnce(t *testing.T) {
 	VerifyDerived(nil)
 	defer VerifyDerived(derivecheck.Record)
@@ -309,8 +334,15 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if _, err := e.Condense(context.Background(), req); err != nil {
 					t.Fatal(err)
 				}
+				scanned, err := codec.Scan(b, func(string) string { return "o200k_base" })
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.items = len(scanned.Items)
 				c.scans.Store(0)
 				c.splices.Store(0)
+				c.parses.Store(0)
+				c.partial.Store(0)
 				res, err := e.Condense(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -334,6 +366,14 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				}
 				if n := c.splices.Load(); n != want {
 					t.Errorf("%s %s %d, request %d (%s): %d splices, want %d", f.name, o.mode, o.window, k, name, n, want)
+				}
+				if n := c.parses.Load(); n != 1 {
+					t.Errorf("%s %s %d, request %d (%s): %d whole parses, want 1", f.name, o.mode, o.window, k, name, n)
+				}
+				// One parse of the digested items per round of digests:
+				// the frontier's, the newest steps' (shrunk), or both.
+				if n := c.partial.Load(); n < 1 || n > 2 {
+					t.Errorf("%s %s %d, request %d (%s): %d parses of the digested items, want 1 or 2", f.name, o.mode, o.window, k, name, n)
 				}
 				if n := c.ofACopy.Load(); n != 0 {
 					t.Fatalf("%s %s %d, request %d (%s): %d splices of a digested copy", f.name, o.mode, o.window, k, name, n)

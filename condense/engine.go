@@ -775,6 +775,19 @@ func derive(rq *job, out []byte, e view.Edit, layout func() (view.Layout, error)
 	rq.counted = tally{body: out, req: vr, roles: editRoles(rq.in, e)}
 }
 
+// parsePatched parses vr, the count of body — patches applied to
+// rq.in.Body —, from rq.in's parse (view.ParsePatched): only the patched
+// items are read again. When it cannot, vr stays unparsed and e.parse
+// reads it whole.
+func parsePatched(rq *job, vr *view.Request, patches []view.Patch, body []byte) {
+	if vr.Parsed || view.ParsePatched(rq.in, vr, patches, rq.codec.Parse) != nil {
+		return
+	}
+	if report := verifyDerived.Load(); report != nil {
+		(*report)(rq.codec, vr, body)
+	}
+}
+
 // spliced returns rq.in with e applied to its items (Codec.Splice), its
 // count derived from the edit. When rq plans on a digested copy (rq.base),
 // the edit is mapped onto the request as received — the same items

@@ -340,6 +340,7 @@ func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budge
 		if err != nil {
 			return nil, fmt.Errorf("counting digested request: %w", err)
 		}
+		parsePatched(rq, vr, rq.digestPatches, body)
 		sub := rq.overDigests(vr, rq.digestPatches)
 		if err := e.parse(sub); err != nil {
 			return nil, err

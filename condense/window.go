@@ -386,6 +386,7 @@ func (e *Engine) shrinkNewest(ctx context.Context, rq *job, r *Report, prefix []
 	// The window is planned on the digested copy; what it forwards is
 	// written from the request as received (sub.base), in one pass.
 	// auto's cut keeps its summaries there too (summarizeCut).
+	parsePatched(rq, vr, res.Patches, res.Body)
 	sub := rq.overDigests(vr, res.Patches)
 	sub.shrunk, sub.degraded = true, rq.degraded
 	if err := e.parse(sub); err != nil {

@@ -3,6 +3,7 @@ package view
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Deriver is an optional capability of a Codec: the Request a Scan of a
@@ -200,4 +201,91 @@ func SameScan(derived, scanned *Request) error {
 		}
 	}
 	return nil
+}
+
+// ParsePatched sets the parse of out — the request a Scan of
+// ApplyPatches(in.Body, patches) made, or Derive derived, item for item —
+// from the parse of in: an item no patch touches keeps in's parse, its
+// spans shifted to where it stands in out; the items the patches changed
+// are parsed alone (parse, the codec's Parse, run on a request holding
+// only them) and keep in's role and glue, which a patch inside an item
+// does not change. So a digested copy is parsed by reading only the
+// outputs its digests replaced. It returns an error — and leaves out
+// unparsed — when in is not parsed, out is not in item for item, a patch
+// is not inside one item, or parse refuses an item alone or reads another
+// role in it: the caller parses out whole then.
+func ParsePatched(in, out *Request, patches []Patch, parse func(*Request) error) error {
+	if !in.Parsed || len(in.Items) != len(out.Items) {
+		return errors.New("parse patched: the request is not parsed, or not the patched one's item for item")
+	}
+	at, err := placePatches(in, sortedPatches(patches))
+	if err != nil {
+		return fmt.Errorf("parse patched: %w", err)
+	}
+	changed := slices.Compact(at)
+	alone := *out
+	alone.Items, alone.Head, alone.Private, alone.Parsed = make([]Item, len(changed)), 0, nil, false
+	for k, i := range changed {
+		it := out.Items[i]
+		alone.Items[k] = Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
+	}
+	if err := parse(&alone); err != nil {
+		return fmt.Errorf("parse patched: %w", err)
+	}
+	if len(alone.Items) != len(changed) {
+		return errors.New("parse patched: the codec's parse changed the items")
+	}
+	for k, i := range changed {
+		if alone.Items[k].Role != in.Items[i].Role {
+			return fmt.Errorf("parse patched: item %d parsed alone as %q, in the request %q", i, alone.Items[k].Role, in.Items[i].Role)
+		}
+	}
+	// The spans of the items after the first patch move: their calls
+	// and outputs are copied, into one block each.
+	var nc, no int
+	for i := range out.Items {
+		if out.Items[i].Start != in.Items[i].Start {
+			nc += len(in.Items[i].Calls)
+			no += len(in.Items[i].Outputs)
+		}
+	}
+	calls, outputs := make([]Call, 0, nc), make([]Output, 0, no)
+	k := 0
+	for i := range out.Items {
+		o := &out.Items[i]
+		if k < len(changed) && changed[k] == i {
+			p := alone.Items[k]
+			p.Glue = in.Items[i].Glue
+			*o = p
+			k++
+			continue
+		}
+		src := &in.Items[i]
+		o.Role, o.Glue, o.Frozen, o.Answers, o.Calls, o.Outputs = src.Role, src.Glue, src.Frozen, src.Answers, src.Calls, src.Outputs
+		if d := o.Start - src.Start; d != 0 {
+			o.Calls, calls = shifted(calls, src.Calls, func(c *Call) {
+				if c.ArgsSpan != ([2]int{}) {
+					c.ArgsSpan[0] += d
+					c.ArgsSpan[1] += d
+				}
+			})
+			o.Outputs, outputs = shifted(outputs, src.Outputs, func(p *Output) { p.Start += d; p.End += d })
+		}
+	}
+	out.Head, out.Parsed = in.Head, true
+	return nil
+}
+
+// shifted appends src to block, moving each copy with move, and returns
+// the copies (nil for none) and the block.
+func shifted[T any](block, src []T, move func(*T)) ([]T, []T) {
+	if len(src) == 0 {
+		return src, block
+	}
+	n := len(block)
+	block = append(block, src...)
+	for i := n; i < len(block); i++ {
+		move(&block[i])
+	}
+	return block[n:len(block):len(block)], block
 }

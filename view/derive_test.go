@@ -153,3 +153,89 @@ func TestCompose(t *testing.T) {
 		t.Error("a copy with an item less composes")
 	}
 }
+
+// TestParsePatched: the items no patch touches keep their parse, shifted
+// to where they stand in the patched body; the patched one is parsed
+// alone, keeping its role and glue; a request not parsed, a parse that
+// reads another role in the item alone or refuses it leave out unparsed.
+func TestParsePatched(t *testing.T) {
+	body := `{"m":[{"r":"a","v":"x"},{"r":"t","v":"long output"},{"r":"a","v":"y"}]}`
+	items := func(b string) []Item {
+		var out []Item
+		for at := 0; ; {
+			i := strings.Index(b[at:], `{"r"`)
+			if i < 0 {
+				return out
+			}
+			s := at + i
+			e := s + strings.IndexByte(b[s:], '}') + 1
+			out = append(out, Item{Start: s, End: e})
+			at = e
+		}
+	}
+	// parse: the role from "r", one output spanning the item; an item
+	// whose value says "bad" is refused, one whose value says "user" is
+	// read as a user's.
+	parses := 0
+	parse := func(r *Request) error {
+		parses++
+		for i := range r.Items {
+			raw := r.Raw(i)
+			role := raw[6:7]
+			switch {
+			case strings.Contains(raw, "bad"):
+				return errors.New("refused")
+			case strings.Contains(raw, "user"):
+				role = "u"
+			}
+			r.Items[i].Role = role
+			r.Items[i].Glue = role == "t" && i > 0
+			r.Items[i].Outputs = []Output{{Start: r.Items[i].Start, End: r.Items[i].End}}
+			r.Items[i].Calls = []Call{{ID: "c", ArgsSpan: [2]int{r.Items[i].Start, r.Items[i].Start + 1}}}
+		}
+		r.Parsed = true
+		return nil
+	}
+	in := &Request{Body: []byte(body), Items: items(body)}
+	if err := ParsePatched(in, &Request{Body: in.Body, Items: items(body)}, nil, parse); err == nil {
+		t.Fatal("an unparsed request: no error")
+	}
+	if err := parse(in); err != nil {
+		t.Fatal(err)
+	}
+	in.Head = 1
+	v := strings.Index(body, `"long output"`)
+	for _, tc := range []struct {
+		with string
+		ok   bool
+	}{{`"short"`, true}, {`"a much longer output than before"`, true}, {`"bad"`, false}, {`"user"`, false}} {
+		patches := []Patch{{Start: v, End: v + len(`"long output"`), With: []byte(tc.with)}}
+		patched := string(ApplyPatches([]byte(body), patches))
+		out := &Request{Body: []byte(patched), Items: items(patched)}
+		parses = 0
+		err := ParsePatched(in, out, patches, parse)
+		if (err == nil) != tc.ok || parses != 1 {
+			t.Errorf("%s: %v after %d parses", tc.with, err, parses)
+			continue
+		}
+		if !tc.ok {
+			if out.Parsed || out.Items[0].Role != "" {
+				t.Errorf("%s: refused, yet parsed: %+v", tc.with, out.Items)
+			}
+			continue
+		}
+		want := &Request{Body: out.Body, Items: items(patched)}
+		if err := parse(want); err != nil {
+			t.Fatal(err)
+		}
+		if !out.Parsed || out.Head != in.Head {
+			t.Errorf("%s: parsed %v, head %d", tc.with, out.Parsed, out.Head)
+		}
+		for i := range want.Items {
+			w, g := want.Items[i], out.Items[i]
+			if g.Role != w.Role || g.Glue != w.Glue || g.Outputs[0] != w.Outputs[0] || g.Calls[0].ArgsSpan != w.Calls[0].ArgsSpan {
+				t.Errorf("%s: item %d %+v, a parse of the body gives %+v", tc.with, i, g, w)
+			}
+		}
+	}
+}
