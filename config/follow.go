@@ -58,17 +58,12 @@ type dependent struct {
 	derive  func(c *Config)
 }
 
-// dependents are every such pair. condense.prepare_threshold needs none:
-// its default, 0, is each model's own threshold - 0.1 (the engine's).
+// dependents are every such pair. condense.prepare_threshold and
+// condense.target need none: unset (0), each follows each model's own
+// threshold — the threshold - 0.1 (the engine's), and 5/8 of it, at most
+// 0.5 (TargetFor) — so a model whose entry sets a threshold below the
+// others' gets a target below its own.
 var dependents = []dependent{
-	// condense.target stays below condense.threshold: 0.5, or 5/8 of the
-	// threshold when that is lower (0.8's ratio; DefaultTarget). (Unset
-	// with the threshold unset too, it follows each model's.)
-	{"condense.target", "condense.threshold", func(c *Config) {
-		if c.Condense.Threshold > 0 {
-			c.Condense.Target = max(minFraction, DefaultTarget(c.Condense.Threshold))
-		}
-	}},
 	// A decoded body is bounded by the smaller of the two limits: a
 	// larger max_body_bytes raises max_decompressed_bytes with it, or
 	// compressed bodies would be held to less than plain ones.

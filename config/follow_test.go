@@ -90,15 +90,16 @@ func TestDefaultsFollowTheKeysTheyDependOn(t *testing.T) {
 	}{
 		{"threshold 0.6 alone: prepare_threshold follows each model's threshold", []setting{{"condense.threshold", "0.6"}},
 			func(c *Config) string {
-				if c.Condense.Threshold != 0.6 || c.Condense.PrepareThreshold != 0 || c.Condense.Target != 0.375 {
-					return "threshold, prepare_threshold, target = " + fmtFloats(c.Condense.Threshold, c.Condense.PrepareThreshold, c.Condense.Target) + ", want 0.6, 0 (each model's threshold - 0.1), 0.375 (5/8 of it)"
+				mi := NewRegistry(c, nil).Lookup("gpt-4o")
+				if target := TargetFor(c.Condense.Target, mi.Threshold); mi.Threshold != 0.6 || c.Condense.PrepareThreshold != 0 || target != 0.375 {
+					return "threshold, prepare_threshold, target = " + fmtFloats(mi.Threshold, c.Condense.PrepareThreshold, target) + ", want 0.6, 0 (each model's threshold - 0.1), 0.375 (5/8 of it)"
 				}
 				return ""
 			}},
 		{"threshold 0.4 alone: target follows below it", []setting{{"condense.threshold", "0.4"}},
 			func(c *Config) string {
-				if c.Condense.Target != 0.25 {
-					return "target = " + fmtFloats(c.Condense.Target) + ", want 0.25 (5/8 of 0.4)"
+				if target := TargetFor(c.Condense.Target, NewRegistry(c, nil).Lookup("gpt-4o").Threshold); target != 0.25 {
+					return "target = " + fmtFloats(target) + ", want 0.25 (5/8 of 0.4)"
 				}
 				return ""
 			}},

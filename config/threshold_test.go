@@ -48,3 +48,26 @@ func TestThresholdByWindow(t *testing.T) {
 		t.Errorf("--target 0.3: a model's target %g", got)
 	}
 }
+
+// TestModelTargetFollowsItsThreshold: with condense.threshold set and
+// condense.target not, a model whose entry sets a lower threshold gets a
+// target below its own (5/8 of it) — not the one that follows the global
+// threshold, which a threshold of 0.3 under 0.7's 0.4375 used to be
+// refused for.
+func TestModelTargetFollowsItsThreshold(t *testing.T) {
+	yaml := "upstream: http://127.0.0.1:1\ncondense:\n  threshold: 0.7\nmodels:\n  - match: \"tiny*\"\n    context_window: 16000\n    threshold: 0.3\n"
+	c, err := Load(flags(t, "--config", writeFile(t, yaml)), nil)
+	if err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	reg := NewRegistry(c, nil)
+	for _, tc := range []struct {
+		model                 string
+		threshold, wantTarget float64
+	}{{"tiny-1", 0.3, 0.1875}, {"gpt-4o", 0.7, 0.4375}} {
+		mi := reg.Lookup(tc.model)
+		if got := TargetFor(c.Condense.Target, mi.Threshold); mi.Threshold != tc.threshold || got != tc.wantTarget {
+			t.Errorf("%s: threshold %g, target %g; want %g, %g", tc.model, mi.Threshold, got, tc.threshold, tc.wantTarget)
+		}
+	}
+}
