@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -172,6 +173,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *update && set["dir"] {
 		return errors.New("-update writes the repository's report; --dir is for a report elsewhere: give one of them")
+	}
+	if *redisURL != "" {
+		// host:port as redis-cli takes it, or a URL.
+		if !strings.Contains(*redisURL, "://") {
+			*redisURL = "redis://" + *redisURL
+		}
+		if u, err := url.Parse(*redisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			return fmt.Errorf("--redis: %q is neither host:port nor a redis:// or rediss:// URL", *redisURL)
+		}
 	}
 	cfg := eval.Config{Threshold: *threshold, Target: *target, Every: *every, Log: func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) },
 		ColdModes: splitList(*coldModes), Replicas: *replicas, Redis: *redisURL}

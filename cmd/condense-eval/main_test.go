@@ -94,3 +94,20 @@ func TestDefaultSuiteForms(t *testing.T) {
 		t.Errorf("forms %v", got)
 	}
 }
+
+// TestRedisFlag: --redis takes host:port as redis-cli does, or a redis://
+// or rediss:// URL; anything else is an error before any replay (it was a
+// panic in the harness).
+func TestRedisFlag(t *testing.T) {
+	for _, bad := range []string{"http://127.0.0.1:6379", "redis://", "redis:///0"} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"--replicas", "2", "--redis", bad, "--dir", t.TempDir()}, small...), &stderr)
+		if err == nil || !strings.Contains(err.Error(), "--redis") {
+			t.Errorf("--redis %q: %v", bad, err)
+		}
+	}
+	var stderr bytes.Buffer
+	if err := run(context.Background(), append([]string{"--replicas", "2", "--redis", "127.0.0.1:1", "--dir", t.TempDir()}, small...), &stderr); err != nil && strings.Contains(err.Error(), "--redis") {
+		t.Errorf("--redis host:port refused: %v", err)
+	}
+}
