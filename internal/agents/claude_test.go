@@ -1,10 +1,13 @@
 package agents_test
 
 import (
+	"net/http"
+	"strconv"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/condense-proxy/condense-proxy/config"
 	"github.com/condense-proxy/condense-proxy/internal/agents"
 	"github.com/condense-proxy/condense-proxy/internal/fakeupstream"
 )
@@ -66,4 +69,40 @@ func claudeRun(t *testing.T, e *e2e, bin, model string) agents.Result {
 			Prompt: "Read the files of this directory one by one as the tools direct, then report.",
 		}))
 	})
+}
+
+// TestClaudeCodeAtTheDefaultThreshold runs Claude Code at a large window
+// (80k) with condense.threshold and condense.target unset, as serve's
+// defaults leave them: the model's threshold is 0.6 by its window, so
+// requests between 60% and 80% of the window — which the suites' fixed
+// 0.8 forwards as received — are condensed, to under 60%, and every
+// request is accepted by the strict fake.
+func TestClaudeCodeAtTheDefaultThreshold(t *testing.T) {
+	bin := agents.Require(t, agents.Claude)
+	e := newE2E(t, "messages", claudeWindow, withConfig(func(c *config.Config) {
+		c.Condense.Threshold, c.Condense.Target = 0, 0
+	}))
+	e.check(claudeRun(t, e, bin, "claude-sonnet-4-5"))
+	low, high := int(config.LargeWindowThreshold*claudeWindow), int(config.SmallWindowThreshold*claudeWindow)
+	between := 0
+	for _, x := range e.front.Exchanges() {
+		if x.Method != http.MethodPost || !e.isTurn(x.Path) {
+			continue
+		}
+		before, _ := strconv.Atoi(x.Response.Get("X-Condense-Tokens-Before"))
+		after, _ := strconv.Atoi(x.Response.Get("X-Condense-Tokens-After"))
+		applied := x.Response.Get("X-Condense-Applied")
+		if before > low && applied == "none" {
+			t.Errorf("a request of %d tokens, over 60%% of the %d-token window, forwarded as received", before, claudeWindow)
+		}
+		if applied != "none" && after > low {
+			t.Errorf("a request condensed to %d tokens, over 60%% of the window (%d)", after, low)
+		}
+		if before > low && before <= high {
+			between++
+		}
+	}
+	if between == 0 {
+		t.Fatalf("no request between 60%% and 80%% of the window: the test shows nothing")
+	}
 }
