@@ -1152,3 +1152,8 @@ func TestReportCountsSummariesBySource(t *testing.T) {
 		t.Errorf("same request again: %d made, %d cached, %d calls, cache %q", r.SummariesMade, r.SummariesCached, r.Calls, r.Cache)
 	}
 }
+
+// backingOff is suspended outside any request.
+func (e *Engine) backingOff(rq *job, model string) bool {
+	return e.suspended(context.Background(), rq, model)
+}

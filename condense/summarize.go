@@ -371,11 +371,6 @@ func (e *Engine) suspended(ctx context.Context, rq *job, model string) bool {
 	return until > e.now().UnixNano()
 }
 
-// backingOff is suspended outside any request.
-func (e *Engine) backingOff(rq *job, model string) bool {
-	return e.suspended(context.Background(), rq, model)
-}
-
 // backoffCacheKey is the cache key of a back-off mark.
 func backoffCacheKey(key string) string { return "backoff:" + textHash(key) }
 
