@@ -208,8 +208,8 @@ func SameScan(derived, scanned *Request) error {
 // from the parse of in: an item no patch touches keeps in's parse, its
 // spans shifted to where it stands in out; the items the patches changed
 // are parsed alone (parse, the codec's Parse, run on a request holding
-// only them) and keep in's role and glue, which a patch inside an item
-// does not change. So a digested copy is parsed by reading only the
+// only them, each after the item before it) and keep in's role and glue,
+// which a patch inside an item does not change. So a digested copy is parsed by reading only the
 // outputs its digests replaced. It returns an error — and leaves out
 // unparsed — when in is not parsed, out is not in item for item, a patch
 // is not inside one item, or parse refuses an item alone or reads another
@@ -223,21 +223,33 @@ func ParsePatched(in, out *Request, patches []Patch, parse func(*Request) error)
 		return fmt.Errorf("parse patched: %w", err)
 	}
 	changed := slices.Compact(at)
+	// Each changed item is parsed after the item before it, which a
+	// codec may read to check it (a tool's result answers a call there:
+	// Gemini's functionResponse); pos[k] is where changed[k] stands.
 	alone := *out
-	alone.Items, alone.Head, alone.Private, alone.Parsed = make([]Item, len(changed)), 0, nil, false
-	for k, i := range changed {
+	alone.Items, alone.Head, alone.Private, alone.Parsed = make([]Item, 0, 2*len(changed)), 0, nil, false
+	pos := make([]int, len(changed))
+	add := func(i int) {
 		it := out.Items[i]
-		alone.Items[k] = Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash}
+		alone.Items = append(alone.Items, Item{Start: it.Start, End: it.End, Tokens: it.Tokens, Hash: it.Hash})
 	}
+	for k, i := range changed {
+		if i > 0 && (k == 0 || changed[k-1] != i-1) {
+			add(i - 1)
+		}
+		pos[k] = len(alone.Items)
+		add(i)
+	}
+	n := len(alone.Items)
 	if err := parse(&alone); err != nil {
 		return fmt.Errorf("parse patched: %w", err)
 	}
-	if len(alone.Items) != len(changed) {
+	if len(alone.Items) != n {
 		return errors.New("parse patched: the codec's parse changed the items")
 	}
 	for k, i := range changed {
-		if alone.Items[k].Role != in.Items[i].Role {
-			return fmt.Errorf("parse patched: item %d parsed alone as %q, in the request %q", i, alone.Items[k].Role, in.Items[i].Role)
+		if alone.Items[pos[k]].Role != in.Items[i].Role {
+			return fmt.Errorf("parse patched: item %d parsed alone as %q, in the request %q", i, alone.Items[pos[k]].Role, in.Items[i].Role)
 		}
 	}
 	// The spans of the items after the first patch move: their calls
@@ -254,7 +266,7 @@ func ParsePatched(in, out *Request, patches []Patch, parse func(*Request) error)
 	for i := range out.Items {
 		o := &out.Items[i]
 		if k < len(changed) && changed[k] == i {
-			p := alone.Items[k]
+			p := alone.Items[pos[k]]
 			p.Glue = in.Items[i].Glue
 			*o = p
 			k++

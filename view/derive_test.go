@@ -175,7 +175,8 @@ func TestParsePatched(t *testing.T) {
 	}
 	// parse: the role from "r", one output spanning the item; an item
 	// whose value says "bad" is refused, one whose value says "user" is
-	// read as a user's.
+	// read as a user's, and a tool's ("t") must follow an assistant's
+	// (it answers a call there, as Gemini's codec checks).
 	parses := 0
 	parse := func(r *Request) error {
 		parses++
@@ -187,6 +188,9 @@ func TestParsePatched(t *testing.T) {
 				return errors.New("refused")
 			case strings.Contains(raw, "user"):
 				role = "u"
+			}
+			if role == "t" && (i == 0 || r.Items[i-1].Role != "a") {
+				return errors.New("a tool's item answers no call")
 			}
 			r.Items[i].Role = role
 			r.Items[i].Glue = role == "t" && i > 0

@@ -12,12 +12,22 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// counting is the codec counting its scans and splices, and the splices
-// of a body other than the one it was told is received.
+// counting is the codec counting its scans and splices, the splices of
+// a body other than the one it was told is received, and its parses of a
+// whole request (of items items; the others parse a few items alone).
 type counting struct {
 	*Codec
 	received                []byte
 	scans, splices, ofACopy atomic.Int32
+	items                   int
+	parses                  atomic.Int32
+}
+
+func (c *counting) Parse(r *view.Request) error {
+	if len(r.Items) == c.items {
+		c.parses.Add(1)
+	}
+	return c.Codec.Parse(r)
 }
 
 func (c *counting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
@@ -36,8 +46,9 @@ func (c *counting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 // TestCondensedOnce: condensing a Gemini request whose summaries and
 // digests are cached scans the body as received once and splices it once
 // (not at all when digests alone condense it) — the condensed body's
-// count comes from the edit, filler turns included (Align) —, in every
-// mode. (TestMain's checks, which scan every derived body, are off while
+// count comes from the edit, filler turns included (Align) —, and parses
+// it once (a digested copy a window is planned on takes its parse:
+// view.ParsePatched), in every mode. (TestMain's checks, which scan every derived body, are off while
 // it runs.)
 func TestCondensedOnce(t *testing.T) {
 	condense.VerifyDerived(nil)
@@ -66,8 +77,14 @@ func TestCondensedOnce(t *testing.T) {
 		if _, err := e.Condense(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
+		scanned, err := c.Codec.Scan(b, func(string) string { return tokenizer.O200kBase })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.items = len(scanned.Items)
 		c.scans.Store(0)
 		c.splices.Store(0)
+		c.parses.Store(0)
 		res, err := e.Condense(context.Background(), req)
 		if err != nil || res.Report.Applied == condense.AppliedNone || o.applied != "" && res.Report.Applied != o.applied {
 			t.Fatalf("%s at %d: %v %s (%s)", o.mode, o.window, err, res.Report.Applied, res.Report.Reason)
@@ -83,6 +100,9 @@ func TestCondensedOnce(t *testing.T) {
 		}
 		if n := c.ofACopy.Load(); n != 0 {
 			t.Errorf("%s at %d: %d splices of a copy", o.mode, o.window, n)
+		}
+		if n := c.parses.Load(); n != 1 {
+			t.Errorf("%s at %d (%s): %d whole parses, want 1", o.mode, o.window, res.Report.Applied, n)
 		}
 	}
 }

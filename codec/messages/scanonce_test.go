@@ -60,12 +60,23 @@ func TestCondensedBodyScannedOnce(t *testing.T) {
 	}
 }
 
-// spliceCounting is the codec counting its scans and its splices, and
-// the splices of a body other than the one it was told is received.
+// spliceCounting is the codec counting its scans and its splices, the
+// splices of a body other than the one it was told is received, and its
+// parses of a whole request (of items items; the others parse a few
+// items alone: view.ParsePatched).
 type spliceCounting struct {
 	*Codec
 	received                []byte
 	scans, splices, ofACopy atomic.Int32
+	items                   int
+	parses                  atomic.Int32
+}
+
+func (c *spliceCounting) Parse(r *view.Request) error {
+	if len(r.Items) == c.items {
+		c.parses.Add(1)
+	}
+	return c.Codec.Parse(r)
 }
 
 func (c *spliceCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
@@ -86,7 +97,8 @@ func (c *spliceCounting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
 // outputs digested before the window), its summaries and digests cached,
 // is scanned once, as received, and spliced once, from the body as
 // received — the digested copy the window is planned on is never spliced
-// nor scanned —, or not at all when its digests omit no item.
+// nor scanned, nor parsed whole —, or not at all when its digests omit no
+// item.
 func TestTwoStageSplicedOnce(t *testing.T) {
 	condense.VerifyDerived(nil)
 	defer condense.VerifyDerived(derivecheck.Record)
@@ -106,8 +118,14 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if _, err := e.Condense(context.Background(), req); err != nil {
 					t.Fatal(err)
 				}
+				scanned, err := codec.Scan(b, func(string) string { return "o200k_base" })
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.items = len(scanned.Items)
 				c.scans.Store(0)
 				c.splices.Store(0)
+				c.parses.Store(0)
 				res, err := e.Condense(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -133,6 +151,9 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				}
 				if n := c.ofACopy.Load(); n != 0 {
 					t.Fatalf("%s: %d splices of a digested copy", at, n)
+				}
+				if n := c.parses.Load(); n != 1 {
+					t.Errorf("%s: %d whole parses, want 1", at, n)
 				}
 			}
 		}
