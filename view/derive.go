@@ -209,8 +209,9 @@ func SameScan(derived, scanned *Request) error {
 // spans shifted to where it stands in out; the items the patches changed
 // are parsed alone (parse, the codec's Parse, run on a request holding
 // only them, each after the item before it) and keep in's role and glue,
-// which a patch inside an item does not change. So a digested copy is parsed by reading only the
-// outputs its digests replaced. It returns an error — and leaves out
+// which a patch inside an item does not change. So a digested copy is
+// parsed by reading only the outputs its digests replaced (and the items
+// before them). It returns an error — and leaves out
 // unparsed — when in is not parsed, out is not in item for item, a patch
 // is not inside one item, or parse refuses an item alone or reads another
 // role in it: the caller parses out whole then.

@@ -24,22 +24,21 @@ func Check(c view.Codec, derived *view.Request, out []byte) error {
 	if err != nil {
 		return fmt.Errorf("%s: derived a request from a body its scan refuses: %w", c.Format(), err)
 	}
-	var errS error
+	// A derived request parsed already (view.ParsePatched) is compared
+	// as it is, with the scan parsed first: a parse may move the head
+	// (past a compaction). Otherwise a copy is parsed, after the scans
+	// are compared: the engine parses derived itself later.
+	parsed, errD, errS := derived, error(nil), error(nil)
 	if derived.Parsed {
-		// Parsed already (view.ParsePatched): compared with the scan
-		// parsed, whose head a parse may move (past a compaction).
 		errS = c.Parse(scanned)
 	}
 	if err := view.SameScan(derived, scanned); err != nil {
 		return fmt.Errorf("%s: derived request differs from its scan: %w", c.Format(), err)
 	}
-	// Parse a copy: the engine parses derived itself later. A derived
-	// request parsed already (view.ParsePatched) is compared as it is.
-	cp := *derived
-	cp.Items = append([]view.Item(nil), derived.Items...)
-	var errD error
 	if !derived.Parsed {
-		errD, errS = c.Parse(&cp), c.Parse(scanned)
+		cp := *derived
+		cp.Items = append([]view.Item(nil), derived.Items...)
+		parsed, errD, errS = &cp, c.Parse(&cp), c.Parse(scanned)
 	}
 	if (errD == nil) != (errS == nil) {
 		return fmt.Errorf("%s: derived request parses with %v, its scan with %v", c.Format(), errD, errS)
@@ -47,12 +46,12 @@ func Check(c view.Codec, derived *view.Request, out []byte) error {
 	if errD != nil {
 		return nil
 	}
-	if cp.Head != scanned.Head {
-		return fmt.Errorf("%s: parsed head %d, scanned %d", c.Format(), cp.Head, scanned.Head)
+	if parsed.Head != scanned.Head {
+		return fmt.Errorf("%s: parsed head %d, scanned %d", c.Format(), parsed.Head, scanned.Head)
 	}
-	for i := range cp.Items {
-		if !reflect.DeepEqual(cp.Items[i], scanned.Items[i]) {
-			return fmt.Errorf("%s: parsed item %d %+v, scanned %+v", c.Format(), i, cp.Items[i], scanned.Items[i])
+	for i := range parsed.Items {
+		if !reflect.DeepEqual(parsed.Items[i], scanned.Items[i]) {
+			return fmt.Errorf("%s: parsed item %d %+v, scanned %+v", c.Format(), i, parsed.Items[i], scanned.Items[i])
 		}
 	}
 	return nil
