@@ -590,16 +590,14 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 	} else if u, err := url.Parse(c.Upstream); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		bad("upstream", "%q is not an http(s) URL with a host", c.Upstream)
 	}
-	if c.RedisURL != "" {
-		if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			bad("redis_url", "%q is not a redis:// or rediss:// URL with a host", c.RedisURL)
-		}
+	if c.RedisURL != "" && !IsRedisURL(c.RedisURL) {
+		bad("redis_url", "%q is not a redis:// or rediss:// URL with a host", c.RedisURL)
 	}
 	if c.RedisClusterURL != "" {
 		if c.RedisURL != "" {
 			bad("redis_cluster_url", "redis_url is set too; use one")
 		}
-		if u, err := url.Parse(c.RedisClusterURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		if !IsRedisURL(c.RedisClusterURL) {
 			bad("redis_cluster_url", "%q is not a redis:// or rediss:// URL with a host", c.RedisClusterURL)
 		}
 	}
@@ -725,4 +723,11 @@ func (c *Config) problems(skip map[string]bool, from sources) []error {
 		}
 	}
 	return errs
+}
+
+// IsRedisURL reports whether s is a redis:// or rediss:// URL with a host:
+// what redis_url and redis_cluster_url take.
+func IsRedisURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != ""
 }

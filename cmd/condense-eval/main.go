@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -179,7 +178,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if !strings.Contains(*redisURL, "://") {
 			*redisURL = "redis://" + *redisURL
 		}
-		if u, err := url.Parse(*redisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		if !config.IsRedisURL(*redisURL) {
 			return fmt.Errorf("--redis: %q is neither host:port nor a redis:// or rediss:// URL", *redisURL)
 		}
 	}
