@@ -64,6 +64,37 @@ func str(raw string, sp [2]int) string {
 	return field.Str(raw[sp[0]:sp[1]])
 }
 
+// callKeys and functionKeys are the fields of a tool call that Parse
+// reads, and of its function.
+var callKeys, functionKeys = []string{"id", "function"}, []string{"name", "arguments"}
+
+// callFields is parseCall's scratch space, reused across calls.
+type callFields struct {
+	spans  [2][2]int
+	values [2]gjson.Result
+}
+
+// parseCall reads one element of a message's tool_calls (tc, at offset
+// at in the body): its id, function name and arguments, the arguments'
+// span when they are a string. The first occurrence of a field wins, as
+// in gjson.
+func parseCall(tc string, at int, f *callFields) view.Call {
+	field.GetAll(tc, callKeys, f.spans[:], f.values[:])
+	call := view.Call{ID: f.values[0].Str}
+	fn := f.values[1]
+	if !fn.IsObject() {
+		return call
+	}
+	field.GetAll(fn.Raw, functionKeys, f.spans[:], f.values[:])
+	name, args := f.values[0], f.values[1]
+	call.Name, call.Args = name.Str, args.String()
+	if args.Type == gjson.String && args.Index > 0 && fn.Index > 0 {
+		start := at + fn.Index + args.Index
+		call.ArgsSpan = [2]int{start, start + len(args.Raw)}
+	}
+	return call
+}
+
 // Parse implements view.Codec. The head is the leading system/developer
 // messages and the first user message.
 func (c *Codec) Parse(r *view.Request) error {
@@ -71,11 +102,12 @@ func (c *Codec) Parse(r *view.Request) error {
 	spans := make([][2]int, len(messageKeys))
 	// An item's calls, answers and outputs come from shared blocks.
 	var (
-		calls   []view.Call
-		elems   [][2]int
-		callS   slab.Slab[view.Call]
-		answerS slab.Slab[string]
-		outS    slab.Slab[view.Output]
+		calls      []view.Call
+		elems      [][2]int
+		callFields callFields
+		callS      slab.Slab[view.Call]
+		answerS    slab.Slab[string]
+		outS       slab.Slab[view.Output]
 	)
 	for i := range r.Items {
 		it := &r.Items[i]
@@ -111,14 +143,7 @@ func (c *Codec) Parse(r *view.Request) error {
 			jsonscan.FieldSpansElemsValid(raw, nil, nil, "tool_calls", &elems)
 			calls = calls[:0]
 			for _, el := range elems {
-				tc := gjson.Parse(raw[el[0]:el[1]])
-				call := view.Call{ID: tc.Get("id").Str, Name: tc.Get("function.name").Str}
-				args := tc.Get("function.arguments")
-				call.Args = args.String()
-				if args.Type == gjson.String && args.Index > 0 {
-					call.ArgsSpan = [2]int{it.Start + el[0] + args.Index, it.Start + el[0] + args.Index + len(args.Raw)}
-				}
-				calls = append(calls, call)
+				calls = append(calls, parseCall(raw[el[0]:el[1]], it.Start+el[0], &callFields))
 			}
 			it.Calls = callS.Copy(calls)
 		}
