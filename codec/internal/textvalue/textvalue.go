@@ -7,8 +7,8 @@
 package textvalue
 
 import (
-	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
@@ -67,8 +67,58 @@ func Text(value string) string {
 }
 
 // String renders text as a JSON string: the value that replaces an
-// Editable one, or a tool call's arguments.
+// Editable one, or a tool call's arguments. Its bytes are encoding/json's
+// (HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD),
+// since forwarded bodies and the keys of cached digests depend on them,
+// without json.Marshal's reflection and copy (FuzzString).
 func String(text string) []byte {
-	b, _ := json.Marshal(text)
-	return b
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, len(text)+len(text)/32+2)
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, text[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(text[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, text[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, text[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, text[start:]...)
+	return append(b, '"')
 }

@@ -1,6 +1,10 @@
 package textvalue
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
 
 func TestEditable(t *testing.T) {
 	tests := []struct {
@@ -43,4 +47,22 @@ func TestContent(t *testing.T) {
 	if _, _, ok := Content(`{"output":"x"}`); ok {
 		t.Fatal("Content found in an object without one")
 	}
+}
+
+// FuzzString holds String to encoding/json's bytes: what it writes ends up
+// in forwarded bodies and in the keys of cached digests.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "<a href='x'>&amp;</a>", "\x00\x01\x1f\x7f", "\b\f\n\r\t",
+		"caf\u00e9 \u2028 \u2029 \U0001F600", "bad \xff\xfe utf8 \xe2\x82", "\xed\xa0\x80 surrogate"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := String(s); !bytes.Equal(got, want) {
+			t.Fatalf("String(%q) = %s, want %s", s, got, want)
+		}
+	})
 }
