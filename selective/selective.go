@@ -73,6 +73,11 @@ type Message struct {
 	Item int
 	// Frozen: never edited (the codec froze the item or output).
 	Frozen bool
+	// ItemHash is the scan's hash of the item's raw JSON (view.Item.Hash;
+	// 0: unknown) and Part the message's place among the item's
+	// outputs: what digestKeys fingerprints the message by.
+	ItemHash uint64
+	Part     int
 	// Args are the spans, within Raw, of the tool calls' arguments that
 	// are JSON strings holding JSON (view.Call.ArgsSpan), which
 	// ClearToolInputs may shorten.
@@ -104,6 +109,7 @@ type Condenser struct {
 	opts  Options
 	count func(encoding, text string) int
 	cache Cache // may be nil
+	keys  *digestKeys
 }
 
 // MinTokens is the smallest output digested (Options.MinToolOutputTokens).
@@ -148,7 +154,7 @@ func New(opts Options, count func(encoding, text string) int, cache Cache) *Cond
 	if opts.MinToolOutputTokens <= 0 {
 		opts.MinToolOutputTokens = 500
 	}
-	return &Condenser{opts: opts, count: count, cache: cache}
+	return &Condenser{opts: opts, count: count, cache: cache, keys: newDigestKeys()}
 }
 
 // Messages returns the units of a parsed request: every item, and each
@@ -167,7 +173,7 @@ func Messages(r *view.Request) []Message {
 			calls[cl.ID] = call{cl.Name, cl.Args}
 		}
 		if len(it.Outputs) == 0 || it.Outputs[0].Own {
-			m := Message{Role: it.Role, Raw: r.Raw(i), Start: it.Start, Tokens: it.Tokens, Item: i, Frozen: it.Frozen}
+			m := Message{Role: it.Role, Raw: r.Raw(i), Start: it.Start, Tokens: it.Tokens, Item: i, Frozen: it.Frozen, ItemHash: it.Hash}
 			for _, cl := range it.Calls {
 				if cl.ArgsSpan[1] > 0 && !it.Frozen {
 					m.Args = append(m.Args, [2]int{cl.ArgsSpan[0] - it.Start, cl.ArgsSpan[1] - it.Start})
@@ -181,9 +187,10 @@ func Messages(r *view.Request) []Message {
 			msgs = append(msgs, m)
 			continue
 		}
-		for _, o := range it.Outputs {
+		for k, o := range it.Outputs {
 			msgs = append(msgs, Message{Role: view.RoleTool, Raw: r.Span(o.Start, o.End), Start: o.Start, Tokens: o.Tokens,
-				ToolName: calls[o.CallID].name, ToolArgs: calls[o.CallID].args, Content: o.Value, Item: i, Frozen: o.Frozen || it.Frozen})
+				ToolName: calls[o.CallID].name, ToolArgs: calls[o.CallID].args, Content: o.Value, Item: i, Frozen: o.Frozen || it.Frozen,
+				ItemHash: it.Hash, Part: k})
 		}
 	}
 	return msgs
@@ -497,19 +504,7 @@ func windowText(codec Codec, ms []Message) string {
 func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string, string) {
 	m := r.Messages[cd.index]
 	later := laterWindow(r.Messages, cd.index, min(5, c.opts.KeepRecentToolOutputs))
-	// The key hashes raw bytes: nothing is decoded unless the digest has
-	// to be made.
-	h := xxhash.New()
-	for _, s := range []string{cd.tool, m.ToolArgs, cd.raw} {
-		h.WriteString(s)
-		h.Write([]byte{0})
-	}
-	for _, l := range later {
-		h.WriteString(l.Raw)
-		h.Write([]byte{0})
-	}
-	sum := h.Sum64()
-	id := fmt.Sprintf("d%016x", sum)
+	id := fmt.Sprintf("d%016x", c.digestSum(cd, m, later))
 	key := "dig:" + r.Scope + ":" + id
 	if r.Summarize != nil {
 		key = "dig:llm:" + r.Scope + ":" + id
@@ -544,6 +539,33 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 		c.cache.Set(context.WithoutCancel(ctx), key, []byte(out), 24*time.Hour)
 	}
 	return out, id
+}
+
+// digestSum is what the key of candidate cd's digest (message m, the
+// messages after it later) is made of: a hash of raw bytes — nothing is
+// decoded unless the digest has to be made —, found in c.keys when this
+// process hashed the same bytes before.
+func (c *Condenser) digestSum(cd candidate, m Message, later []Message) uint64 {
+	fp, ok := c.keys.fingerprint(cd.tool, m.ToolArgs, m, later)
+	if ok {
+		if sum, ok := c.keys.get(fp); ok {
+			return sum
+		}
+	}
+	h := xxhash.New()
+	for _, s := range []string{cd.tool, m.ToolArgs, cd.raw} {
+		h.WriteString(s)
+		h.Write([]byte{0})
+	}
+	for _, l := range later {
+		h.WriteString(l.Raw)
+		h.Write([]byte{0})
+	}
+	sum := h.Sum64()
+	if ok {
+		c.keys.put(fp, sum)
+	}
+	return sum
 }
 
 // clearInputs shortens large string arguments of old tool calls: every
