@@ -66,6 +66,15 @@ func Text(value string) string {
 	return strings.Join(parts, "\n")
 }
 
+// safe marks the ASCII bytes String copies as they are: printable, not
+// '"', '\\' nor one of HTML's '<', '>', '&'.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := byte(0x20); c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // String renders text as a JSON string: the value that replaces an
 // Editable one, or a tool call's arguments. Its bytes are encoding/json's
 // (HTML characters, U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD),
@@ -79,7 +88,7 @@ func String(text string) []byte {
 	for i := 0; i < len(text); {
 		c := text[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if safe[c] {
 				i++
 				continue
 			}
