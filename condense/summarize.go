@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/condense-proxy/condense-proxy/redact"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -569,7 +570,9 @@ func summaryKey(scope, model, promptHash string, level int, contentHash, prevHas
 }
 
 func textHash(s string) string {
-	h := sha256.Sum256([]byte(s))
+	// Read in place: a summary's text is hashed on every request that
+	// carries it, and sha256 only reads.
+	h := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
 	return hex.EncodeToString(h[:8])
 }
 

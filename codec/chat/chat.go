@@ -8,7 +8,6 @@
 package chat
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/internal/apierror"
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/slab"
+	"github.com/condense-proxy/condense-proxy/codec/internal/textvalue"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -211,8 +211,11 @@ func messageText(m gjson.Result) string {
 
 // Note implements view.Codec: a user message.
 func (*Codec) Note(text string) []byte {
-	b, _ := json.Marshal(map[string]string{"role": "user", "content": text})
-	return b
+	t := textvalue.String(text)
+	b := make([]byte, 0, len(t)+32)
+	b = append(b, `{"content":`...)
+	b = append(b, t...)
+	return append(b, `,"role":"user"}`...)
 }
 
 // Splice implements view.Codec: the messages array is rewritten as the

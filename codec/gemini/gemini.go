@@ -51,6 +51,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
+	"github.com/condense-proxy/condense-proxy/codec/internal/textvalue"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -182,7 +183,7 @@ func roleOf(g gjson.Result) string {
 
 // Note implements view.Codec: a user content with one text part.
 func (*Codec) Note(text string) []byte {
-	t, _ := json.Marshal(text)
+	t := textvalue.String(text)
 	b := make([]byte, 0, len(t)+48)
 	b = append(b, `{"role":"user","parts":[{"text":`...)
 	b = append(b, t...)

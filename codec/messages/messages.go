@@ -35,6 +35,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
+	"github.com/condense-proxy/condense-proxy/codec/internal/textvalue"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -135,7 +136,7 @@ func strValue(raw string, sp [2]int) string {
 
 // Note implements view.Codec: a user message with one text block.
 func (*Codec) Note(text string) []byte {
-	t, _ := json.Marshal(text)
+	t := textvalue.String(text)
 	b := make([]byte, 0, len(t)+64)
 	b = append(b, `{"role":"user","content":[{"type":"text","text":`...)
 	b = append(b, t...)

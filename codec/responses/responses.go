@@ -27,7 +27,6 @@
 package responses
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/tidwall/gjson"
@@ -36,6 +35,7 @@ import (
 	"github.com/condense-proxy/condense-proxy/codec/internal/compaction"
 	"github.com/condense-proxy/condense-proxy/codec/internal/field"
 	"github.com/condense-proxy/condense-proxy/codec/internal/items"
+	"github.com/condense-proxy/condense-proxy/codec/internal/textvalue"
 	"github.com/condense-proxy/condense-proxy/jsonscan"
 	"github.com/condense-proxy/condense-proxy/tokenizer"
 	"github.com/condense-proxy/condense-proxy/view"
@@ -190,7 +190,7 @@ func isCompaction(typ string) bool {
 
 // Note implements view.Codec: a user message with one input_text part.
 func (*Codec) Note(text string) []byte {
-	t, _ := json.Marshal(text)
+	t := textvalue.String(text)
 	b := make([]byte, 0, len(t)+64)
 	b = append(b, `{"type":"message","role":"user","content":[{"type":"input_text","text":`...)
 	b = append(b, t...)
