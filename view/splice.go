@@ -1,9 +1,14 @@
 package view
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 )
+
+// punct holds the bytes SpliceArray writes around and between items:
+// '[', ']' and ','. Only read.
+var punct = []byte("[],")
 
 // SpliceArray returns r.Body with the array value at arr ([start, end),
 // brackets included) rewritten as the items [0, e.From), e.Insert and the
@@ -19,27 +24,14 @@ func SpliceArray(r *Request, arr [2]int, e Edit) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := arr[0] + 2 + (len(r.Body) - arr[1])
-	for i, it := range r.Items {
-		if i < e.From || i >= e.To {
-			n += it.End - it.Start + 1
-		}
-	}
-	for k, p := range patches {
-		if items[k] < e.From || items[k] >= e.To {
-			n += len(p.With) - (p.End - p.Start)
-		}
-	}
-	for _, ins := range e.Insert {
-		n += len(ins) + 1
-	}
-	out := make([]byte, 0, max(n, 0))
-	out = append(out, r.Body[:arr[0]]...)
-	out = append(out, '[')
+	// The pieces of the body, joined once (bytes.Join writes into memory
+	// it does not clear first).
+	pieces := make([][]byte, 0, 2*len(r.Items)+2*len(patches)+len(e.Insert)+3)
+	pieces = append(pieces, r.Body[:arr[0]], punct[0:1])
 	first := true
 	comma := func() {
 		if !first {
-			out = append(out, ',')
+			pieces = append(pieces, punct[2:3])
 		}
 		first = false
 	}
@@ -52,24 +44,23 @@ func SpliceArray(r *Request, arr [2]int, e Edit) ([]byte, error) {
 		}
 		at := it.Start
 		for ; p < len(patches) && items[p] == i; p++ {
-			out = append(out, r.Body[at:patches[p].Start]...)
-			out = append(out, patches[p].With...)
+			pieces = append(pieces, r.Body[at:patches[p].Start], patches[p].With)
 			at = patches[p].End
 		}
-		out = append(out, r.Body[at:it.End]...)
+		pieces = append(pieces, r.Body[at:it.End])
 	}
 	for i := 0; i < e.From; i++ {
 		add(i)
 	}
 	for _, ins := range e.Insert {
 		comma()
-		out = append(out, ins...)
+		pieces = append(pieces, ins)
 	}
 	for i := e.To; i < len(r.Items); i++ {
 		add(i)
 	}
-	out = append(out, ']')
-	return append(out, r.Body[arr[1]:]...), nil
+	pieces = append(pieces, punct[1:2], r.Body[arr[1]:])
+	return bytes.Join(pieces, nil), nil
 }
 
 // Patch replaces the bytes [Start, End) of a request's Body by With: an
@@ -85,18 +76,15 @@ type Patch struct {
 // place.
 func ApplyPatches(body []byte, patches []Patch) []byte {
 	sort.Slice(patches, func(i, j int) bool { return patches[i].Start < patches[j].Start })
-	grow := 0
-	for _, p := range patches {
-		grow += len(p.With) - (p.End - p.Start)
-	}
-	out := make([]byte, 0, len(body)+max(grow, 0))
+	// bytes.Join writes the pieces into memory it does not clear first:
+	// a body is a megabyte, every byte of it written here.
+	pieces := make([][]byte, 0, 2*len(patches)+1)
 	at := 0
 	for _, p := range patches {
-		out = append(out, body[at:p.Start]...)
-		out = append(out, p.With...)
+		pieces = append(pieces, body[at:p.Start], p.With)
 		at = p.End
 	}
-	return append(out, body[at:]...)
+	return bytes.Join(append(pieces, body[at:]), nil)
 }
 
 // checkEdit returns e's patches sorted by Start and the item of r each
