@@ -53,7 +53,8 @@ func TestContent(t *testing.T) {
 // in forwarded bodies and in the keys of cached digests.
 func FuzzString(f *testing.F) {
 	for _, s := range []string{"", "plain", "a\"b\\c", "<a href='x'>&amp;</a>", "\x00\x01\x1f\x7f", "\b\f\n\r\t",
-		"caf\u00e9 \u2028 \u2029 \U0001F600", "bad \xff\xfe utf8 \xe2\x82", "\xed\xa0\x80 surrogate"} {
+		"caf\u00e9 \u2028 \u2029 \U0001F600", "bad \xff\xfe utf8 \xe2\x82", "\xed\xa0\x80 surrogate",
+		"eight by", "0123456789abcdef<", "0123456789abcde\x1fxyz", "01234567\"89abcdef", "0123456789\\abcdefghij&", "01234567>", "0123456789ab\u00e9cdefgh"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
