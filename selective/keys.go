@@ -3,6 +3,7 @@ package selective
 import (
 	"encoding/binary"
 	"hash/maphash"
+	"reflect"
 	"sync"
 )
 
@@ -78,4 +79,52 @@ func (k *digestKeys) put(fp, sum uint64) {
 		clear(k.sums)
 	}
 	k.sums[fp] = sum
+}
+
+// madeDigests remembers, in this process, the extractive digests it made
+// or read from the cache, with their value as the codec writes it, by
+// caller scope, codec and key (the hash digestSum makes): an old output's
+// digest is the same on every request, and it is then neither read from
+// the cache, copied, nor encoded again on each of them. An extractive
+// digest is a function of the bytes its key hashes, so what a process
+// remembers is what every replica reads; LLM digests, which are not,
+// always come from the cache. Bounded by bytes: it starts over when full.
+type madeDigests struct {
+	mu    sync.Mutex
+	bytes int
+	made  map[madeKey]madeDigest
+}
+
+type madeKey struct {
+	scope string
+	codec reflect.Type // the codec's: its TextValue
+	sum   uint64
+}
+
+type madeDigest struct {
+	text  string
+	value []byte // the codec's TextValue of text
+}
+
+// maxMadeBytes bounds what madeDigests holds.
+const maxMadeBytes = 32 << 20
+
+func (m *madeDigests) get(k madeKey) (madeDigest, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.made[k]
+	return d, ok
+}
+
+func (m *madeDigests) put(k madeKey, d madeDigest) {
+	size := len(k.scope) + len(d.text) + len(d.value) + 64
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.made == nil || m.bytes+size > maxMadeBytes {
+		m.made, m.bytes = map[madeKey]madeDigest{}, 0
+	}
+	if _, ok := m.made[k]; !ok {
+		m.made[k] = d
+		m.bytes += size
+	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
+
+	"github.com/condense-proxy/condense-proxy/cache"
 )
 
 // TestDigestKeysRemembered holds the key memo to the keys made without
@@ -17,6 +20,14 @@ func TestDigestKeysRemembered(t *testing.T) {
 		res, err := c.Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: "s"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c != warm {
+			return res.Made
+		}
+		// The warm Condenser's body: its digests' values remembered.
+		cold, err := New(opts, count, nil).Apply(context.Background(), Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: "s"})
+		if err != nil || !bytes.Equal(res.Body, cold.Body) {
+			t.Fatalf("the body differs from a new Condenser's (%v)", err)
 		}
 		return res.Made
 	}
@@ -43,5 +54,35 @@ func TestDigestKeysRemembered(t *testing.T) {
 	same("edited turn", got, apply(New(opts, count, nil), edited))
 	if got[0].ID == last[0].ID {
 		t.Fatalf("the edited output kept its digest id %s", got[0].ID)
+	}
+}
+
+// TestMadeDigestsPerScope: what a process remembers of a digest is the
+// caller's, as the cache is: a digest cached for one scope (here an
+// older text) is not what another scope's request gets.
+func TestMadeDigestsPerScope(t *testing.T) {
+	opts := Options{KeepRecentToolOutputs: 2, MinToolOutputTokens: 200}
+	body := session(8)
+	ctx := context.Background()
+	first, err := New(opts, count, nil).Apply(ctx, Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: "b"})
+	if err != nil || len(first.Made) == 0 {
+		t.Fatalf("no digest to test with (%v)", err)
+	}
+	id, fresh := first.Made[0].ID, first.Made[0].Text
+	store := cache.NewMemory(1 << 20)
+	older := "[condense-proxy digest of an older version]\nold text"
+	store.Set(ctx, "dig:a:"+id, []byte(older), time.Hour)
+	c := New(opts, count, store)
+	for _, tc := range []struct{ scope, want string }{{"a", older}, {"b", fresh}, {"a", older}, {"b", fresh}} {
+		res, err := c.Apply(ctx, Request{Codec: chatCodec, Body: body, Messages: units(t, body), Need: 1 << 30, Scope: tc.scope})
+		if err != nil || len(res.Made) == 0 || res.Made[0].ID != id {
+			t.Fatalf("scope %s: %v %+v", tc.scope, err, res.Made)
+		}
+		if got := res.Made[0].Text; got != tc.want {
+			t.Fatalf("scope %s got digest %q, want %q", tc.scope, got, tc.want)
+		}
+		if !bytes.Contains(res.Body, chatCodec.TextValue(tc.want)) {
+			t.Fatalf("scope %s: its digest is not in the body", tc.scope)
+		}
 	}
 }

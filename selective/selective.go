@@ -24,6 +24,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -110,6 +111,7 @@ type Condenser struct {
 	count func(encoding, text string) int
 	cache Cache // may be nil
 	keys  *digestKeys
+	made  madeDigests
 }
 
 // MinTokens is the smallest output digested (Options.MinToolOutputTokens).
@@ -298,9 +300,9 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 			return Result{Body: r.Body}, err
 		}
 		m := r.Messages[cd.index]
-		digest, id := c.digest(ctx, r, cd)
+		digest, id, value := c.digest(ctx, r, cd)
 		if cd.index < r.BriefBefore {
-			digest = brief(digest)
+			digest, value = brief(digest), nil
 		}
 		saved := cd.tokens - c.count(r.Encoding, digest)
 		if saved <= 0 {
@@ -309,7 +311,10 @@ func (c *Condenser) Apply(ctx context.Context, r Request) (Result, error) {
 		if r.Keep != nil {
 			r.Keep(id, func() []byte { return []byte("[" + m.Raw + "]") })
 		}
-		patches = append(patches, view.Patch{Start: m.Start + cd.start, End: m.Start + cd.end, With: r.Codec.TextValue(digest)})
+		if value == nil {
+			value = r.Codec.TextValue(digest)
+		}
+		patches = append(patches, view.Patch{Start: m.Start + cd.start, End: m.Start + cd.end, With: value})
 		res.Made = append(res.Made, Made{Item: m.Item, Tool: cd.tool, ID: id, Before: cd.tokens, After: cd.tokens - saved, Text: digest})
 		res.Saved += saved
 		res.Digested++
@@ -499,19 +504,35 @@ func windowText(codec Codec, ms []Message) string {
 	return b.String()
 }
 
-// digest returns the digest text of a candidate (marker line first) and
-// its id, from the cache when it was made before.
-func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string, string) {
+// digest returns the digest text of a candidate (marker line first), its
+// id and, when this process remembers it (madeDigests), its value as the
+// codec writes it (nil otherwise) — from the cache when it was made
+// before.
+func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string, string, []byte) {
 	m := r.Messages[cd.index]
 	later := laterWindow(r.Messages, cd.index, min(5, c.opts.KeepRecentToolOutputs))
-	id := fmt.Sprintf("d%016x", c.digestSum(cd, m, later))
-	key := "dig:" + r.Scope + ":" + id
+	sum := c.digestSum(cd, m, later)
+	id := fmt.Sprintf("d%016x", sum)
 	if r.Summarize != nil {
-		key = "dig:llm:" + r.Scope + ":" + id
+		return c.digestText(ctx, r, cd, m, later, id, "dig:llm:"+r.Scope+":"+id), id, nil
 	}
+	mk := madeKey{scope: r.Scope, codec: reflect.TypeOf(r.Codec), sum: sum}
+	if d, ok := c.made.get(mk); ok {
+		return d.text, id, d.value
+	}
+	text := c.digestText(ctx, r, cd, m, later, id, "dig:"+r.Scope+":"+id)
+	d := madeDigest{text: text, value: r.Codec.TextValue(text)}
+	c.made.put(mk, d)
+	return text, id, d.value
+}
+
+// digestText returns the digest text of candidate cd (message m, the
+// messages after it later, its id), from the cache under key when it was
+// made before, else made (and cached).
+func (c *Condenser) digestText(ctx context.Context, r Request, cd candidate, m Message, later []Message, id, key string) string {
 	if c.cache != nil {
 		if v, ok := c.cache.Get(ctx, key); ok {
-			return string(v), id
+			return string(v)
 		}
 	}
 	text := r.Codec.ValueText(cd.raw)
@@ -538,7 +559,7 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 	if keep {
 		c.cache.Set(context.WithoutCancel(ctx), key, []byte(out), 24*time.Hour)
 	}
-	return out, id
+	return out
 }
 
 // digestSum is what the key of candidate cd's digest (message m, the
