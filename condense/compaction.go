@@ -139,7 +139,7 @@ func (e *Engine) compact(ctx context.Context, rq *job, r *Report) (compacted, er
 	}
 	cut := false
 	if afterTokens > r.Window {
-		c, err := e.compactionCut(ctx, rq, out, r)
+		c, err := e.compactionCut(ctx, rq, out != nil, r)
 		if err != nil && ctx.Err() != nil {
 			return compacted{}, ctx.Err()
 		}
@@ -199,17 +199,14 @@ func reportCompaction(rq *job, r *Report, what string, c compacted) {
 }
 
 // compactionCut cuts the oldest steps of an agent compaction request
-// that its digests (body, nil: none made) left over the window, as auto's
+// that its digests (digested: any made) left over the window, as auto's
 // cut does — the conversation's cut where it has one, the threshold as
 // the limit — with extractive summaries of what it omits in its place: a
 // summary the summarizer wrote of what the agent is about to summarize
 // would cost a call for the same words. Nil when there is nothing to cut.
-func (e *Engine) compactionCut(ctx context.Context, rq *job, body []byte, r *Report) ([]byte, error) {
+func (e *Engine) compactionCut(ctx context.Context, rq *job, digested bool, r *Report) ([]byte, error) {
 	rq.over, rq.summarizeCut, rq.extractiveSummaries = true, true, true
-	if body == nil {
-		body = rq.in.Body
-	}
-	return e.truncateBody(ctx, rq, body, e.budgets(rq), r)
+	return e.truncateBody(ctx, rq, digested, e.budgets(rq), r)
 }
 
 // digestAll digests the request's tool outputs, oldest first, until it is

@@ -511,25 +511,18 @@ func (e *Engine) digestsOrCut(ctx context.Context, rq *job, mode string, b budge
 		}
 		e.takeCut(ctx, rq)
 	}
-	if out == nil {
-		out = rq.in.Body
-	}
 	e.standIns(rq)
-	return e.truncateBody(ctx, rq, out, b, r)
+	return e.truncateBody(ctx, rq, out != nil, b, r)
 }
 
 // windowDigested windows a selective request still over the threshold
 // after its digests (digested; nil: none were made).
 func (e *Engine) windowDigested(ctx context.Context, rq *job, b budgets, r *Report, digested []byte, windowNow bool) ([]byte, error) {
-	out := digested
-	if out == nil {
-		out = rq.in.Body
-	}
 	// The cut carries auto's stand-ins of what it omits, written without
 	// the summarizer (selective calls none): never a bare marker.
 	e.standIns(rq)
 	rq.extractiveSummaries = true
-	w, err := e.truncateBody(ctx, rq, out, b, r)
+	w, err := e.truncateBody(ctx, rq, digested != nil, b, r)
 	if err == nil && w == nil && digested != nil {
 		// The window would omit nothing: the digests made stay.
 		r.Applied = AppliedSelective

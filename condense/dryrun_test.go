@@ -2,6 +2,7 @@ package condense
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/cache"
@@ -59,8 +60,9 @@ func TestDryRunPricesTheSummariesItWouldAsk(t *testing.T) {
 				t.Fatalf("full mode's fold, dry-run: ok %v, %d summaries to ask, want some", ok, fold)
 			}
 			_, cut, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
-				dry.summarizeCut = true
-				return e.windowDigests(ctx, rq, dry, rq.in.Body, bud, r)
+				// auto's cut over the request as received (no digests made)
+				dry.summarizeCut, dry.decisions = true, maps.Clone(rq.decisions)
+				return e.truncateBody(ctx, dry, false, bud, r)
 			})
 			if !ok {
 				t.Fatal("auto's cut, dry-run: nothing smaller")

@@ -885,7 +885,7 @@ func (rq *job) addDigestChanges(made []selective.Made) {
 // patches are kept (rq.digestBody) for the window that may follow.
 func (e *Engine) digest(ctx context.Context, rq *job, sr selective.Request) (selective.Result, error) {
 	res, err := e.sel.Apply(ctx, sr)
-	if err != nil || len(res.Patches) == 0 || len(sr.Body) == 0 || &sr.Body[0] != &rq.in.Body[0] {
+	if err != nil || len(res.Patches) == 0 {
 		return res, err
 	}
 	rq.digestBody, rq.digestPatches = res.Body, res.Patches

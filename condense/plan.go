@@ -281,7 +281,7 @@ func (e *Engine) autoFoldsOf(ctx context.Context, rq *job, b budgets, out []byte
 			// a fold of its own depth and summaries.
 			cut, cutMisses, ok := e.dryRun(rq, func(dry *job, r *Report) ([]byte, error) {
 				dry.summarizeCut = true
-				return e.windowDigests(ctx, rq, dry, out, b, r)
+				return e.windowDigests(ctx, rq, dry, b, r)
 			})
 			if ok {
 				ca := a
@@ -314,13 +314,13 @@ func (e *Engine) digestsCase(rq *job, b budgets, out []byte) (a autoCase, kept f
 	}, kept, true
 }
 
-// windowDigests windows out, the body rq's digests made, for dry, a
-// dry run's job of rq (dryRun).
-func (e *Engine) windowDigests(ctx context.Context, rq, dry *job, out []byte, b budgets, r *Report) ([]byte, error) {
+// windowDigests windows the body rq's digests made for dry, a dry run's
+// job of rq (dryRun).
+func (e *Engine) windowDigests(ctx context.Context, rq, dry *job, b budgets, r *Report) ([]byte, error) {
 	dry.changes, dry.frontier = slices.Clone(rq.changes), rq.frontier
 	dry.digestBody, dry.digestPatches = rq.digestBody, rq.digestPatches
 	dry.decisions = maps.Clone(rq.decisions)
-	return e.truncateBody(ctx, dry, out, b, r)
+	return e.truncateBody(ctx, dry, true, b, r)
 }
 
 // selective mode's and auto's ways for a conversation

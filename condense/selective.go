@@ -326,15 +326,16 @@ func gridPoints(grid []int, stride int) []int {
 // (the planner's estimate before the digests are made).
 const digestShare = 0.75
 
-// truncateBody windows body: the request as received, or the body its
-// digests made (rq.digestBody). The window over digests is planned on the
+// truncateBody windows the request as received or, digested, the body
+// its digests made (rq.digestBody). The window over digests is planned on the
 // digested copy — its counts decide the cut — by a job whose base is rq:
 // what it forwards is written from the request as received in one
 // splice, the digests of the items it keeps as patches (spliced).
-func (e *Engine) truncateBody(ctx context.Context, rq *job, body []byte, b budgets, r *Report) ([]byte, error) {
-	if len(body) > 0 && &body[0] != &rq.in.Body[0] {
-		if len(rq.digestBody) == 0 || &body[0] != &rq.digestBody[0] {
-			return nil, errors.New("windowing a body the request's digests did not make")
+func (e *Engine) truncateBody(ctx context.Context, rq *job, digested bool, b budgets, r *Report) ([]byte, error) {
+	if digested {
+		body := rq.digestBody
+		if len(body) == 0 {
+			return nil, errors.New("windowing digests none were made of")
 		}
 		vr, err := e.countOut(rq, body)
 		if err != nil {
