@@ -81,14 +81,16 @@ func (k *digestKeys) put(fp, sum uint64) {
 	k.sums[fp] = sum
 }
 
-// madeDigests remembers, in this process, the extractive digests it made
-// or read from the cache, with their value as the codec writes it, by
-// caller scope, codec and key (the hash digestSum makes): an old output's
-// digest is the same on every request, and it is then neither read from
-// the cache, copied, nor encoded again on each of them. An extractive
-// digest is a function of the bytes its key hashes, so what a process
-// remembers is what every replica reads; LLM digests, which are not,
-// always come from the cache. Bounded by bytes: it starts over when full.
+// madeDigests remembers, in this process, the extractive digests it read
+// from the cache (or made, without one), with their value as the codec
+// writes it, by caller scope, codec and key (the hash digestSum makes):
+// an old output's digest is the same on every request, and it is then
+// neither read from the cache, copied, nor encoded again on each of them.
+// An extractive digest is a function of the bytes its key hashes (and of
+// the token count of the request's model) and is only remembered as the
+// shared cache holds it, so what a process remembers is what every
+// replica reads; LLM digests, which are not such a function, always come
+// from the cache. Bounded by bytes: it starts over when full.
 type madeDigests struct {
 	mu    sync.Mutex
 	bytes int

@@ -86,3 +86,53 @@ func TestMadeDigestsPerScope(t *testing.T) {
 		}
 	}
 }
+
+// missFirst is a replica's view of a shared cache whose first read of
+// each key misses: two replicas making the same digest at once.
+type missFirst struct {
+	*cache.Memory
+	seen map[string]bool
+}
+
+func (m *missFirst) Get(ctx context.Context, key string) ([]byte, bool) {
+	if !m.seen[key] {
+		m.seen[key] = true
+		return nil, false
+	}
+	return m.Memory.Get(ctx, key)
+}
+
+// TestMadeDigestsReadBack: two replicas that make the same digest at once
+// with texts that differ (their models count the output differently) both
+// go on with the one the shared cache kept, not each its own.
+func TestMadeDigestsReadBack(t *testing.T) {
+	opts := Options{KeepRecentToolOutputs: 2, MinToolOutputTokens: 200}
+	body := session(8)
+	ctx := context.Background()
+	store := cache.NewMemory(1 << 20)
+	a := New(opts, count, &missFirst{Memory: store, seen: map[string]bool{}})
+	b := New(opts, count, &missFirst{Memory: store, seen: map[string]bool{}})
+	apply := func(c *Condenser, extra int) Made {
+		msgs := units(t, body)
+		for i := range msgs {
+			msgs[i].Tokens += extra
+		}
+		res, err := c.Apply(ctx, Request{Codec: chatCodec, Body: body, Messages: msgs, Need: 1 << 30, Scope: "s"})
+		if err != nil || len(res.Made) == 0 {
+			t.Fatalf("no digest (%v)", err)
+		}
+		return res.Made[0]
+	}
+	// Both make it at once (each reads before the other writes): b's is
+	// written last.
+	first := apply(a, 0)
+	kept := apply(b, 7)
+	if kept.Text == first.Text {
+		t.Fatal("the two replicas' texts do not differ: nothing tested")
+	}
+	for _, c := range []*Condenser{a, b, a, b} {
+		if got := apply(c, 0); got.Text != kept.Text {
+			t.Fatalf("a replica forwards %q, the cache holds %q", got.Text, kept.Text)
+		}
+	}
+}

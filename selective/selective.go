@@ -514,25 +514,33 @@ func (c *Condenser) digest(ctx context.Context, r Request, cd candidate) (string
 	sum := c.digestSum(cd, m, later)
 	id := fmt.Sprintf("d%016x", sum)
 	if r.Summarize != nil {
-		return c.digestText(ctx, r, cd, m, later, id, "dig:llm:"+r.Scope+":"+id), id, nil
+		text, _ := c.digestText(ctx, r, cd, m, later, id, "dig:llm:"+r.Scope+":"+id)
+		return text, id, nil
 	}
 	mk := madeKey{scope: r.Scope, codec: reflect.TypeOf(r.Codec), sum: sum}
 	if d, ok := c.made.get(mk); ok {
 		return d.text, id, d.value
 	}
-	text := c.digestText(ctx, r, cd, m, later, id, "dig:"+r.Scope+":"+id)
+	text, cached := c.digestText(ctx, r, cd, m, later, id, "dig:"+r.Scope+":"+id)
 	d := madeDigest{text: text, value: r.Codec.TextValue(text)}
-	c.made.put(mk, d)
+	if cached || c.cache == nil {
+		// Remembered as the cache holds it: a digest this process just
+		// wrote is read back once first, so that of two replicas writing
+		// it at once (their texts differ only in its token count, when
+		// their requests' models count differently) both keep the one
+		// the cache kept.
+		c.made.put(mk, d)
+	}
 	return text, id, d.value
 }
 
 // digestText returns the digest text of candidate cd (message m, the
 // messages after it later, its id), from the cache under key when it was
-// made before, else made (and cached).
-func (c *Condenser) digestText(ctx context.Context, r Request, cd candidate, m Message, later []Message, id, key string) string {
+// made before (cached), else made (and cached).
+func (c *Condenser) digestText(ctx context.Context, r Request, cd candidate, m Message, later []Message, id, key string) (string, bool) {
 	if c.cache != nil {
 		if v, ok := c.cache.Get(ctx, key); ok {
-			return string(v)
+			return string(v), true
 		}
 	}
 	text := r.Codec.ValueText(cd.raw)
@@ -559,7 +567,7 @@ func (c *Condenser) digestText(ctx context.Context, r Request, cd candidate, m M
 	if keep {
 		c.cache.Set(context.WithoutCancel(ctx), key, []byte(out), 24*time.Hour)
 	}
-	return out
+	return out, false
 }
 
 // digestSum is what the key of candidate cd's digest (message m, the
