@@ -44,6 +44,13 @@ func engineGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var out []string
 	for _, g := range strings.Split(string(buf), "\n\n") {
+		// A goroutine whose stack is runtime.goexit1 alone has returned
+		// from its function and is only being torn down (Close's waiter,
+		// just after it said the work was done).
+		frames := strings.SplitN(g, "\n", 3)
+		if len(frames) > 1 && strings.HasPrefix(frames[1], "runtime.goexit1(") {
+			continue
+		}
 		if strings.Contains(g, "condense-proxy/condense.") {
 			out = append(out, g)
 		}
