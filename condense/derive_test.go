@@ -223,75 +223,51 @@ func TestDeriveCheckCatchesWrongCounts(t *testing.T) {
 	}
 }
 
-// splices counts a codec's scans and splices, and the splices of a body
-// other than the one it was told is received.
-type splices struct {
-	received                []byte
-	scans, splices, ofACopy atomic.Int32
-	// parses counts Parse calls of a request of items items (the
-	// received one's count), partial the others (items parsed alone).
-	items           int
-	parses, partial atomic.Int32
-}
-
-func (c *splices) parsed(r *view.Request) {
-	if len(r.Items) == c.items {
-		c.parses.Add(1)
-	} else {
-		c.partial.Add(1)
-	}
-}
-
-func (c *splices) spliced(r *view.Request) {
-	c.splices.Add(1)
-	if len(r.Body) == 0 || len(c.received) == 0 || &r.Body[0] != &c.received[0] {
-		c.ofACopy.Add(1)
-	}
-}
-
-func (c *splices) counts() *splices { return c }
-
 // chatSplicing and respSplicing are codecs counting their scans and
 // splices (every other method is their codec's).
 type chatSplicing struct {
 	*chat.Codec
-	splices
+	derivecheck.Counts
 }
 
 func (c *chatSplicing) Scan(body []byte, enc func(string) string) (*view.Request, error) {
-	c.scans.Add(1)
+	c.Scanned()
 	return c.Codec.Scan(body, enc)
 }
 
 func (c *chatSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
-	c.spliced(r)
+	c.Spliced(r)
 	return c.Codec.Splice(r, e)
 }
 
 func (c *chatSplicing) Parse(r *view.Request) error {
-	c.parsed(r)
+	c.Parsed(r)
 	return c.Codec.Parse(r)
 }
 
+func (c *chatSplicing) counts() *derivecheck.Counts { return &c.Counts }
+
 type respSplicing struct {
 	*responses.Codec
-	splices
+	derivecheck.Counts
 }
 
 func (c *respSplicing) Scan(body []byte, enc func(string) string) (*view.Request, error) {
-	c.scans.Add(1)
+	c.Scanned()
 	return c.Codec.Scan(body, enc)
 }
 
 func (c *respSplicing) Splice(r *view.Request, e view.Edit) ([]byte, error) {
-	c.spliced(r)
+	c.Spliced(r)
 	return c.Codec.Splice(r, e)
 }
 
 func (c *respSplicing) Parse(r *view.Request) error {
-	c.parsed(r)
+	c.Parsed(r)
 	return c.Codec.Parse(r)
 }
+
+func (c *respSplicing) counts() *derivecheck.Counts { return &c.Counts }
 
 // TestTwoStageSplicedOnce: a request condensed by digests and a window
 // over them — selective's digests not enough, or the newest steps'
@@ -308,7 +284,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 	defer VerifyDerived(derivecheck.Record)
 	type counting interface {
 		view.Codec
-		counts() *splices
+		counts() *derivecheck.Counts
 	}
 	splicing := map[string]func() counting{
 		"chat":      func() counting { return &chatSplicing{Codec: chat.New(counter)} },
@@ -329,7 +305,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				}
 				codec := splicing[f.name]()
 				c := codec.counts()
-				c.received = b
+				c.Received = b
 				req := Request{Body: b, Codec: codec, Mode: o.mode, Scope: "s"}
 				if _, err := e.Condense(context.Background(), req); err != nil {
 					t.Fatal(err)
@@ -338,11 +314,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.items = len(scanned.Items)
-				c.scans.Store(0)
-				c.splices.Store(0)
-				c.parses.Store(0)
-				c.partial.Store(0)
+				c.Reset(len(scanned.Items))
 				res, err := e.Condense(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -361,21 +333,21 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if omitted {
 					want = 1
 				}
-				if n := c.scans.Load(); n != 1 {
+				if n := c.Scans.Load(); n != 1 {
 					t.Errorf("%s %s %d, request %d (%s): %d scans, want 1", f.name, o.mode, o.window, k, name, n)
 				}
-				if n := c.splices.Load(); n != want {
+				if n := c.Splices.Load(); n != want {
 					t.Errorf("%s %s %d, request %d (%s): %d splices, want %d", f.name, o.mode, o.window, k, name, n, want)
 				}
-				if n := c.parses.Load(); n != 1 {
+				if n := c.Parses.Load(); n != 1 {
 					t.Errorf("%s %s %d, request %d (%s): %d whole parses, want 1", f.name, o.mode, o.window, k, name, n)
 				}
 				// One parse of the digested items per round of digests:
 				// the frontier's, the newest steps' (shrunk), or both.
-				if n := c.partial.Load(); n < 1 || n > 2 {
+				if n := c.Partial.Load(); n < 1 || n > 2 {
 					t.Errorf("%s %s %d, request %d (%s): %d parses of the digested items, want 1 or 2", f.name, o.mode, o.window, k, name, n)
 				}
-				if n := c.ofACopy.Load(); n != 0 {
+				if n := c.OfACopy.Load(); n != 0 {
 					t.Fatalf("%s %s %d, request %d (%s): %d splices of a digested copy", f.name, o.mode, o.window, k, name, n)
 				}
 			}

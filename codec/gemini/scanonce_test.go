@@ -2,7 +2,6 @@ package gemini
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/condense-proxy/condense-proxy/cache"
@@ -12,34 +11,25 @@ import (
 	"github.com/condense-proxy/condense-proxy/view"
 )
 
-// counting is the codec counting its scans and splices, the splices of
-// a body other than the one it was told is received, and its parses of a
-// whole request (of items items; the others parse a few items alone).
+// counting is the codec counting its scans, splices and parses
+// (derivecheck.Counts).
 type counting struct {
 	*Codec
-	received                []byte
-	scans, splices, ofACopy atomic.Int32
-	items                   int
-	parses                  atomic.Int32
+	derivecheck.Counts
 }
 
 func (c *counting) Parse(r *view.Request) error {
-	if len(r.Items) == c.items {
-		c.parses.Add(1)
-	}
+	c.Parsed(r)
 	return c.Codec.Parse(r)
 }
 
 func (c *counting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
-	c.scans.Add(1)
+	c.Scanned()
 	return c.Codec.Scan(body, enc)
 }
 
 func (c *counting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
-	c.splices.Add(1)
-	if len(r.Body) == 0 || &r.Body[0] != &c.received[0] {
-		c.ofACopy.Add(1)
-	}
+	c.Spliced(r)
 	return c.Codec.Splice(r, e)
 }
 
@@ -72,7 +62,7 @@ func TestCondensedOnce(t *testing.T) {
 			}),
 			Cache: cache.NewMemory(64 << 20),
 		}, condense.Options{Summarizer: "extractive", SelectiveEnabled: true})
-		c := &counting{Codec: New(sharedCounter).WithModel("gemini-2.5-pro").(*Codec), received: b}
+		c := &counting{Codec: New(sharedCounter).WithModel("gemini-2.5-pro").(*Codec), Counts: derivecheck.Counts{Received: b}}
 		req := condense.Request{Body: b, Codec: c, Scope: "s", Mode: o.mode}
 		if _, err := e.Condense(context.Background(), req); err != nil {
 			t.Fatal(err)
@@ -81,10 +71,7 @@ func TestCondensedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.items = len(scanned.Items)
-		c.scans.Store(0)
-		c.splices.Store(0)
-		c.parses.Store(0)
+		c.Reset(len(scanned.Items))
 		res, err := e.Condense(context.Background(), req)
 		if err != nil || res.Report.Applied == condense.AppliedNone || o.applied != "" && res.Report.Applied != o.applied {
 			t.Fatalf("%s at %d: %v %s (%s)", o.mode, o.window, err, res.Report.Applied, res.Report.Reason)
@@ -95,13 +82,13 @@ func TestCondensedOnce(t *testing.T) {
 				want = 1
 			}
 		}
-		if s, sp := c.scans.Load(), c.splices.Load(); s != 1 || sp != want {
+		if s, sp := c.Scans.Load(), c.Splices.Load(); s != 1 || sp != want {
 			t.Errorf("%s at %d (%s): %d scans and %d splices of one request, want 1 and %d", o.mode, o.window, res.Report.Applied, s, sp, want)
 		}
-		if n := c.ofACopy.Load(); n != 0 {
+		if n := c.OfACopy.Load(); n != 0 {
 			t.Errorf("%s at %d: %d splices of a copy", o.mode, o.window, n)
 		}
-		if n := c.parses.Load(); n != 1 {
+		if n := c.Parses.Load(); n != 1 {
 			t.Errorf("%s at %d (%s): %d whole parses, want 1", o.mode, o.window, res.Report.Applied, n)
 		}
 	}

@@ -60,35 +60,25 @@ func TestCondensedBodyScannedOnce(t *testing.T) {
 	}
 }
 
-// spliceCounting is the codec counting its scans and its splices, the
-// splices of a body other than the one it was told is received, and its
-// parses of a whole request (of items items; the others parse a few
-// items alone: view.ParsePatched).
+// spliceCounting is the codec counting its scans, splices and parses
+// (derivecheck.Counts).
 type spliceCounting struct {
 	*Codec
-	received                []byte
-	scans, splices, ofACopy atomic.Int32
-	items                   int
-	parses                  atomic.Int32
+	derivecheck.Counts
 }
 
 func (c *spliceCounting) Parse(r *view.Request) error {
-	if len(r.Items) == c.items {
-		c.parses.Add(1)
-	}
+	c.Parsed(r)
 	return c.Codec.Parse(r)
 }
 
 func (c *spliceCounting) Scan(body []byte, enc func(string) string) (*view.Request, error) {
-	c.scans.Add(1)
+	c.Scanned()
 	return c.Codec.Scan(body, enc)
 }
 
 func (c *spliceCounting) Splice(r *view.Request, e view.Edit) ([]byte, error) {
-	c.splices.Add(1)
-	if len(r.Body) == 0 || &r.Body[0] != &c.received[0] {
-		c.ofACopy.Add(1)
-	}
+	c.Spliced(r)
 	return c.Codec.Splice(r, e)
 }
 
@@ -113,7 +103,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				KeepRecentTurns: 4, Selective: selective.Options{ClearToolInputs: true}})
 			for k := 3; k <= len(msgs); k += 4 {
 				b := body(msgs[:k], "claude-fable-4", thinking)
-				c := &spliceCounting{Codec: codec, received: b}
+				c := &spliceCounting{Codec: codec, Counts: derivecheck.Counts{Received: b}}
 				req := condense.Request{Body: b, Codec: c, Mode: o.mode, Scope: "s"}
 				if _, err := e.Condense(context.Background(), req); err != nil {
 					t.Fatal(err)
@@ -122,10 +112,7 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				c.items = len(scanned.Items)
-				c.scans.Store(0)
-				c.splices.Store(0)
-				c.parses.Store(0)
+				c.Reset(len(scanned.Items))
 				res, err := e.Condense(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
@@ -143,16 +130,16 @@ func TestTwoStageSplicedOnce(t *testing.T) {
 					}
 				}
 				at := fmt.Sprintf("thinking=%v %s %d, %d messages (%s)", thinking, o.mode, o.window, k, name)
-				if n := c.scans.Load(); n != 1 {
+				if n := c.Scans.Load(); n != 1 {
 					t.Errorf("%s: %d scans, want 1", at, n)
 				}
-				if n := c.splices.Load(); n != want {
+				if n := c.Splices.Load(); n != want {
 					t.Errorf("%s: %d splices, want %d", at, n, want)
 				}
-				if n := c.ofACopy.Load(); n != 0 {
+				if n := c.OfACopy.Load(); n != 0 {
 					t.Fatalf("%s: %d splices of a digested copy", at, n)
 				}
-				if n := c.parses.Load(); n != 1 {
+				if n := c.Parses.Load(); n != 1 {
 					t.Errorf("%s: %d whole parses, want 1", at, n)
 				}
 			}
