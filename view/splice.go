@@ -6,9 +6,8 @@ import (
 	"sort"
 )
 
-// punct holds the bytes SpliceArray writes around and between items:
-// '[', ']' and ','. Only read.
-var punct = []byte("[],")
+// The bytes SpliceArray writes around and between items (only read).
+var leftBracket, rightBracket, itemComma = []byte("["), []byte("]"), []byte(",")
 
 // SpliceArray returns r.Body with the array value at arr ([start, end),
 // brackets included) rewritten as the items [0, e.From), e.Insert and the
@@ -27,11 +26,11 @@ func SpliceArray(r *Request, arr [2]int, e Edit) ([]byte, error) {
 	// The pieces of the body, joined once (bytes.Join writes into memory
 	// it does not clear first).
 	pieces := make([][]byte, 0, 2*len(r.Items)+2*len(patches)+len(e.Insert)+3)
-	pieces = append(pieces, r.Body[:arr[0]], punct[0:1])
+	pieces = append(pieces, r.Body[:arr[0]], leftBracket)
 	first := true
 	comma := func() {
 		if !first {
-			pieces = append(pieces, punct[2:3])
+			pieces = append(pieces, itemComma)
 		}
 		first = false
 	}
@@ -59,7 +58,7 @@ func SpliceArray(r *Request, arr [2]int, e Edit) ([]byte, error) {
 	for i := e.To; i < len(r.Items); i++ {
 		add(i)
 	}
-	pieces = append(pieces, punct[1:2], r.Body[arr[1]:])
+	pieces = append(pieces, rightBracket, r.Body[arr[1]:])
 	return bytes.Join(pieces, nil), nil
 }
 
