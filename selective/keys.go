@@ -18,16 +18,15 @@ import (
 // or sent (its seed is this process's).
 type digestKeys struct {
 	seed maphash.Seed
-	mu   sync.Mutex
-	sums map[uint64]uint64
+	sums memo[uint64, uint64] // fingerprint → the key's hash
 }
 
-// maxDigestKeys bounds the memo (16 bytes an entry): it starts over when
-// full.
+// maxDigestKeys bounds the memo (16 bytes an entry).
 const maxDigestKeys = 1 << 16
 
 func newDigestKeys() *digestKeys {
-	return &digestKeys{seed: maphash.MakeSeed(), sums: map[uint64]uint64{}}
+	return &digestKeys{seed: maphash.MakeSeed(), sums: memo[uint64, uint64]{max: maxDigestKeys * 16,
+		sizeOf: func(uint64, uint64) int { return 16 }}}
 }
 
 // fingerprint returns the fingerprint of a digest's inputs — the
@@ -65,22 +64,6 @@ func writeMessage(h *maphash.Hash, m Message) bool {
 	return true
 }
 
-func (k *digestKeys) get(fp uint64) (uint64, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	sum, ok := k.sums[fp]
-	return sum, ok
-}
-
-func (k *digestKeys) put(fp, sum uint64) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if len(k.sums) >= maxDigestKeys {
-		clear(k.sums)
-	}
-	k.sums[fp] = sum
-}
-
 // madeDigests remembers, in this process, the extractive digests it read
 // from the cache (or made, without one), with their value as the codec
 // writes it, by caller scope, codec and key (the hash digestSum makes):
@@ -90,12 +73,8 @@ func (k *digestKeys) put(fp, sum uint64) {
 // the token count of the request's model) and is only remembered as the
 // shared cache holds it, so what a process remembers is what every
 // replica reads; LLM digests, which are not such a function, always come
-// from the cache. Bounded by bytes: it starts over when full.
-type madeDigests struct {
-	mu    sync.Mutex
-	bytes int
-	made  map[madeKey]madeDigest
-}
+// from the cache. Bounded by bytes (madeSize).
+type madeDigests = memo[madeKey, madeDigest]
 
 type madeKey struct {
 	scope string
@@ -111,22 +90,37 @@ type madeDigest struct {
 // maxMadeBytes bounds what madeDigests holds.
 const maxMadeBytes = 32 << 20
 
-func (m *madeDigests) get(k madeKey) (madeDigest, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d, ok := m.made[k]
-	return d, ok
+// madeSize is about what a digest remembered takes.
+func madeSize(k madeKey, d madeDigest) int { return len(k.scope) + len(d.text) + len(d.value) + 64 }
+
+// memo is a map of a process's own, bounded by the size of what it holds
+// (sizeOf each entry, max in all): it starts over when full. The first
+// value put for a key stays (what either memo remembers for a key does
+// not change). Safe for concurrent use.
+type memo[K comparable, V any] struct {
+	max    int
+	sizeOf func(K, V) int
+	mu     sync.Mutex
+	size   int
+	m      map[K]V
 }
 
-func (m *madeDigests) put(k madeKey, d madeDigest) {
-	size := len(k.scope) + len(d.text) + len(d.value) + 64
+func (m *memo[K, V]) get(k K) (V, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.made == nil || m.bytes+size > maxMadeBytes {
-		m.made, m.bytes = map[madeKey]madeDigest{}, 0
+	v, ok := m.m[k]
+	return v, ok
+}
+
+func (m *memo[K, V]) put(k K, v V) {
+	size := m.sizeOf(k, v)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || m.size+size > m.max {
+		m.m, m.size = map[K]V{}, 0
 	}
-	if _, ok := m.made[k]; !ok {
-		m.made[k] = d
-		m.bytes += size
+	if _, ok := m.m[k]; !ok {
+		m.m[k] = v
+		m.size += size
 	}
 }

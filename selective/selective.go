@@ -156,7 +156,8 @@ func New(opts Options, count func(encoding, text string) int, cache Cache) *Cond
 	if opts.MinToolOutputTokens <= 0 {
 		opts.MinToolOutputTokens = 500
 	}
-	return &Condenser{opts: opts, count: count, cache: cache, keys: newDigestKeys()}
+	return &Condenser{opts: opts, count: count, cache: cache, keys: newDigestKeys(),
+		made: madeDigests{max: maxMadeBytes, sizeOf: madeSize}}
 }
 
 // Messages returns the units of a parsed request: every item, and each
@@ -577,7 +578,7 @@ func (c *Condenser) digestText(ctx context.Context, r Request, cd candidate, m M
 func (c *Condenser) digestSum(cd candidate, m Message, later []Message) uint64 {
 	fp, ok := c.keys.fingerprint(cd.tool, m.ToolArgs, m, later)
 	if ok {
-		if sum, ok := c.keys.get(fp); ok {
+		if sum, ok := c.keys.sums.get(fp); ok {
 			return sum
 		}
 	}
@@ -592,7 +593,7 @@ func (c *Condenser) digestSum(cd candidate, m Message, later []Message) uint64 {
 	}
 	sum := h.Sum64()
 	if ok {
-		c.keys.put(fp, sum)
+		c.keys.sums.put(fp, sum)
 	}
 	return sum
 }
